@@ -125,16 +125,17 @@ def fit_all(runs: runs_lib.Runs, args, approaches: set[str], explicit: bool, log
       continue
     entry = fit.to_dict()
     if args.bootstrap:
-      boot = boot_fn(runs, n_resamples=args.bootstrap, seed=args.seed)
-      if boot["n_failed"] > boot["n_resamples"] / 2:
-        # With ~3 sizes per budget most resamples repeat a size and cannot place a minimum;
-        # the few that survive are the original points reshuffled: a zero-width interval.
-        out["notes"].append(
-            f"Approach {name}: {boot['n_failed']} of {boot['n_resamples']} bootstrap resamples "
-            "could not be fitted, so it has no interval; sample more sizes per budget")
-      else:
+      try:
+        boot = boot_fn(runs, n_resamples=args.bootstrap, seed=args.seed)
+        if boot["n_failed"] > boot["n_resamples"] / 2:
+          # The survivors of a mostly failed bootstrap are the resamples closest to the
+          # original fit: their spread would understate the uncertainty.
+          raise UserError(f"{boot['n_failed']} of {boot['n_resamples']} bootstrap resamples "
+                          "could not be fitted; sample more sizes per budget")
         out["boot"][name] = boot
         entry["ci"] = {k: percentile_ci(np.asarray(boot[k])) for k in ("a", "b")}
+      except UserError as e:
+        out["notes"].append(f"Approach {name} has no interval: {e}")
     out["approaches"][name] = entry
     out[f"fit{name}"] = fit
   return out

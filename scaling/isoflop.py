@@ -20,9 +20,17 @@ Then, by least squares in log space over the kept budgets,
 
 Under `6ND`, a + b = 1 and k_N·k_D = 1/6 exactly.
 
-The bootstrap resamples runs with replacement within each budget (stratified) and refits. A
-resample is degenerate, skipped and counted, when it does not keep exactly the budgets the
-full fit kept: the exponents of different budget sets are not the same estimate.
+The bootstrap is a residual bootstrap (Davison & Hinkley 1997, Algorithm 6.1): the sizes of a
+budget are a design, not a sample, so every resample keeps them and draws new losses, each
+budget's fitted parabola plus residuals drawn with replacement from the pool of all kept
+budgets' residuals. Each residual is divided by sqrt(1 − h), h its leverage in its parabola,
+and the pool is centred, so the draws have the spread of the noise rather than of what a
+3-parameter fit leaves of it. Resampling the runs themselves instead (a pairs bootstrap)
+repeats sizes: with the 4-6 sizes per budget a sweep can afford, most resamples lose a
+budget's minimum, and those that survive understate the spread. A budget with 3 sizes leaves
+no residual, so at least one budget needs 4 or more. A resample is degenerate, skipped and
+counted, when it does not keep exactly the budgets the full fit kept: the exponents of
+different budget sets are not the same estimate.
 """
 
 import dataclasses
@@ -71,10 +79,10 @@ def budget_C(runs: Runs, idx: np.ndarray) -> float:
   return float(np.exp(np.mean(np.log(runs.C[idx]))))
 
 
-def _budget_optimum(runs: Runs, idx: np.ndarray):
+def _budget_optimum(runs: Runs, idx: np.ndarray, loss: np.ndarray):
   """(C, N*, D*, L*, parabola) of one budget, or the reason it is dropped."""
   C = budget_C(runs, idx)
-  x, loss = np.log(runs.N[idx]), runs.loss[idx]
+  x, loss = np.log(runs.N[idx]), loss[idx]
   sizes = np.unique(runs.N[idx])
   if len(sizes) < MIN_SIZES:
     return f"budget C={C:.3g} dropped: {len(sizes)} distinct sizes, need {MIN_SIZES}"
@@ -91,10 +99,12 @@ def _budget_optimum(runs: Runs, idx: np.ndarray):
   return C, np.exp(x_opt), C / np.exp(log_f), np.polyval(p, x_opt), p
 
 
-def _fit(runs: Runs, groups: list[np.ndarray]) -> tuple[IsoflopFit, tuple[int, ...]]:
+def _fit(runs: Runs, groups: list[np.ndarray],
+         loss: np.ndarray | None = None) -> tuple[IsoflopFit, tuple[int, ...]]:
+  loss = runs.loss if loss is None else loss
   kept, rows, dropped = [], [], []
   for i, idx in enumerate(groups):
-    out = _budget_optimum(runs, idx)
+    out = _budget_optimum(runs, idx, loss)
     if isinstance(out, str):
       dropped.append(out)
     else:
@@ -120,22 +130,46 @@ def fit_isoflop(runs: Runs) -> IsoflopFit:
   return fit
 
 
+def _scaled_residuals(runs: Runs, idx: np.ndarray, p: np.ndarray) -> np.ndarray:
+  """A budget's residuals from its parabola, each divided by sqrt(1 − leverage)."""
+  x = np.log(runs.N[idx])
+  u = (x - x.mean()) / max(np.ptp(x), 1e-12)  # same column space, well conditioned
+  Q_nx3, _ = np.linalg.qr(np.stack([u * u, u, np.ones_like(u)], axis=1))
+  h = np.sum(Q_nx3 * Q_nx3, axis=1)
+  free = 1.0 - h > 1e-9  # h = 1: the parabola passes through the point whatever its noise
+  return (runs.loss[idx] - np.polyval(p, x))[free] / np.sqrt(1.0 - h[free])
+
+
 def bootstrap_isoflop(runs: Runs, n_resamples: int = 1000, seed: int = 0) -> dict:
-  """Samples of a, b, log_kN, log_kD from runs resampled within each budget."""
+  """Samples of a, b, log_kN, log_kD by the residual bootstrap of the module docstring."""
   groups = budget_groups(runs)
-  _, kept = _fit(runs, groups)
+  fit, kept = _fit(runs, groups)
+  kept_idx = [groups[i] for i in kept]
+  pool = np.concatenate([_scaled_residuals(runs, idx, p)
+                         for idx, p in zip(kept_idx, fit.parabolas)])
+  if len(pool) == 0:
+    raise UserError(
+        "Approach 2's bootstrap needs a budget with 4 or more sizes: through 3 sizes the "
+        "parabola fits every loss exactly and leaves no residual to measure the noise by")
+  pool = pool - pool.mean()
+  fitted = runs.loss.copy()
+  for idx, p in zip(kept_idx, fit.parabolas):
+    fitted[idx] = np.polyval(p, np.log(runs.N[idx]))
+  resampled = np.concatenate(kept_idx)
   rng = np.random.default_rng(seed)
   samples, n_failed = [], 0
   for _ in range(n_resamples):
-    resampled = [rng.choice(g, size=len(g), replace=True) for g in groups]
+    loss = fitted.copy()  # dropped budgets keep their losses, so they are dropped again
+    loss[resampled] += rng.choice(pool, size=len(resampled), replace=True)
     try:
-      fit, kept_here = _fit(runs, resampled)
+      boot, kept_here = _fit(runs, groups, loss)
     except UserError:
       kept_here = None
     if kept_here != kept:
       n_failed += 1
       continue
-    samples.append((fit.a, fit.b, fit.log_kN, fit.log_kD))
+    samples.append((boot.a, boot.b, boot.log_kN, boot.log_kD))
   columns = np.array(samples, np.float64).reshape(-1, 4).T
   return {"a": columns[0], "b": columns[1], "log_kN": columns[2], "log_kD": columns[3],
-          "n_resamples": n_resamples, "n_failed": n_failed, "seed": seed}
+          "n_resamples": n_resamples, "n_failed": n_failed, "seed": seed,
+          "method": "residual"}

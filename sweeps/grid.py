@@ -371,14 +371,14 @@ def _duration(seconds: float) -> str:
 
 
 def format_table(cells: Sequence[Cell], refusals: Sequence[str] = (),
-                 seconds_per_flop: float | None = None) -> str:
+                 seconds: Callable[[Cell], float] | None = None) -> str:
   """The dry-run table: one row per cell, then totals and the refusals.
 
-  seconds_per_flop: 1 / measured throughput in 6ND FLOP/s; adds an estimated-time column.
+  seconds: a cell's estimated wall time (`sweep.time_model`); adds a time column and a total.
   """
   head = ["cell", "C", "N", "d_model x L", "heads", "d_ff", "D", "D/N", "steps", "batch",
           "peak LR", "C 6ND", "C chinchilla"]
-  if seconds_per_flop is not None:
+  if seconds is not None:
     head.append("time")
   rows = []
   for c in cells:
@@ -387,8 +387,8 @@ def format_table(cells: Sequence[Cell], refusals: Sequence[str] = (),
            str(s.n_heads), str(s.d_ff), f"{c.D:.3g}", f"{c.tokens_per_param:.1f}",
            str(c.steps), f"{c.batch_size} x {c.seq_len}", f"{c.peak_lr:.2e}",
            f"{c.flops_6ND:.3g}", f"{c.flops_chinchilla:.3g}"]
-    if seconds_per_flop is not None:
-      row.append(_duration(c.flops_6ND * seconds_per_flop))
+    if seconds is not None:
+      row.append(_duration(seconds(c)))
     rows.append(row)
   widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
   line = lambda r: "  ".join(v.ljust(w) if i == 0 else v.rjust(w)
@@ -398,8 +398,8 @@ def format_table(cells: Sequence[Cell], refusals: Sequence[str] = (),
   total_ch = sum(c.flops_chinchilla for c in cells)
   summary = (f"{len(cells)} cells, {len(refusals)} refused; total {total_6nd:.3g} FLOPs (6ND), "
              f"{total_ch:.3g} (chinchilla)")
-  if seconds_per_flop is not None:
-    summary += f"; about {_duration(total_6nd * seconds_per_flop)} at the measured throughput"
+  if seconds is not None:
+    summary += f"; about {_duration(sum(map(seconds, cells)))} of training"
   out += ["", summary]
   out += [f"  {r}" for r in refusals]
   return "\n".join(out)

@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+from typing import Callable
 
 import jax
 import ml_collections
@@ -48,9 +49,12 @@ RUNNER_DEFAULTS = {
     "bootstrap": 1000,        # resamples of the fit's intervals (0: none)
 }
 
-# --dry-run's time column: without a known peak (CPU) this stated rate, measured for the
-# smoke sweep's byte-level models on two shared CPU cores; with one, this fraction of peak.
-CPU_FLOPS_PER_S = 2e10
+# --dry-run's time column. On CPU small models are overhead-bound, so a cell costs a fixed
+# start (init and compile), a fixed cost per step and its FLOPs: the least-squares fit of
+# these three to the smoke sweep's cells on two CPU cores. With a known peak: this fraction of it.
+CPU_CELL_S = 7.0
+CPU_STEP_S = 3.3e-3
+CPU_FLOPS_PER_S = 4e10  # chinchilla FLOPs
 ASSUMED_MFU = 0.3
 
 
@@ -230,15 +234,19 @@ def finished_records(job: executors.Job) -> list[dict] | None:
   return None
 
 
-def estimated_flops_per_s(c: ml_collections.ConfigDict) -> tuple[float, str]:
-  """6ND FLOP/s one cell is assumed to train at (for --dry-run), and how it was chosen."""
+def time_model(c: ml_collections.ConfigDict) -> tuple[Callable[[grid.Cell], float], str]:
+  """(a cell's estimated seconds, how they are estimated) for --dry-run."""
   devices = _cell_devices(c) or jax.local_devices()[:1]
   peak = hardware.peak_flops(devices[0])
   if peak:
-    return ASSUMED_MFU * peak * len(devices), (
-        f"{ASSUMED_MFU:.0%} of the {len(devices)} x {peak:.3g} FLOP/s peak of "
+    rate = ASSUMED_MFU * peak * len(devices)
+    return (lambda cell: cell.flops_6ND / rate), (
+        f"time at {ASSUMED_MFU:.0%} of the {len(devices)} x {peak:.3g} FLOP/s peak of "
         f"{devices[0].device_kind}")
-  return CPU_FLOPS_PER_S, f"{CPU_FLOPS_PER_S:.2g} FLOP/s, measured for small models on CPU"
+  return (lambda cell: CPU_CELL_S + cell.steps * CPU_STEP_S
+          + cell.flops_chinchilla / CPU_FLOPS_PER_S), (
+      f"time on CPU: {CPU_CELL_S:.0f} s per cell, {CPU_STEP_S * 1e3:.1f} ms per step and "
+      f"{CPU_FLOPS_PER_S:.2g} FLOP/s (chinchilla), measured for small models on 2 cores")
 
 
 # --------------------------------------------------------------------------- the sweep
@@ -325,8 +333,8 @@ def main(argv: list[str]) -> int:
   if fv.dry_run:
     executors.check(c)
     cells, refusals, _ = prepare(c)
-    rate, how = estimated_flops_per_s(c)
-    print(grid.format_table(cells, refusals, seconds_per_flop=1.0 / rate))
-    print(f"time at {how}")
+    seconds, how = time_model(c)
+    print(grid.format_table(cells, refusals, seconds=seconds))
+    print(how)
     return 0
   return run_sweep(c, fv.workdir, quiet=fv.quiet)

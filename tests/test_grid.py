@@ -203,7 +203,7 @@ def test_names_of_distinct_shapes_with_equal_N_are_disambiguated():
 def test_table_has_one_row_per_cell():
   cells, _ = make(sweep_cfg())
   _, refusals = make(sweep_cfg(sizes=(2e5, 2.01e5)))
-  text = grid.format_table(cells, refusals, seconds_per_flop=1e-10)
+  text = grid.format_table(cells, refusals, seconds=lambda c: c.flops_6ND * 1e-10)
   lines = text.splitlines()
   for c in cells:
     rows = [l for l in lines if l.startswith(c.name + " ")]
@@ -214,6 +214,7 @@ def test_table_has_one_row_per_cell():
   assert len(lines) == 2 + len(cells) + 2 + len(refusals)
   total = sum(c.flops_6ND for c in cells)
   assert f"total {total:.3g} FLOPs" in text
+  assert f"about {grid._duration(total * 1e-10)} of training" in text
   assert all(r in text for r in refusals)
   assert "time" not in grid.format_table(cells).splitlines()[0]
 
@@ -328,6 +329,8 @@ def test_shipped_configs_make_grids(name, which):
   shape_fn = stand_in_shape if which == "stand_in" else _real_shape_fn()
   if shape_fn is None:
     pytest.skip("models.shapes is not importable")
+  if name == "smoke" and which == "stand_in":
+    pytest.skip("smoke's sizes (6k-26k) sit below the stand-in recipe's smallest steps")
   cfg = importlib.import_module(f"sweeps.configs.{name}").get_config(None)
   cells, refusals = grid.make_grid(cfg, shape_fn=shape_fn)
   budgets = sorted({c.budget for c in cells})
@@ -342,6 +345,6 @@ def test_shipped_configs_make_grids(name, which):
     if name != "tiny":  # tiny is a pipeline check sitting at the smallest shapes
       assert min(Ns) < prior(C) < max(Ns)
   if name == "smoke":  # minutes on two CPU cores at ~4e10 6ND-FLOP/s
-    assert total < 1.5e13 and (which == "stand_in" or len(cells) == 6)
+    assert total < 1.5e13 and len(cells) == 10
   if name == "tiny":
     assert total < 3e12
