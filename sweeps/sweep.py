@@ -19,14 +19,12 @@ The runner's own keys (`RUNNER_DEFAULTS`: executor, devices_per_cell, ray_*, boo
 accepted as `--config.KEY=VALUE` whether or not the config file sets them.
 """
 
-import json
 import os
 import sys
 import time
 
 import jax
 import ml_collections
-from etils import epath
 
 from models import mesh as mesh_lib
 from models import sharding
@@ -121,32 +119,6 @@ def initialize_distributed(env=None, initialize=None) -> str | None:
   return None
 
 
-# --------------------------------------------------------------------------- shared files
-
-
-def write_text(path: str, text: str) -> None:
-  """Atomic on a local disk; an object store's single write is atomic already."""
-  if "://" in path:
-    epath.Path(path).write_text(text)
-  else:
-    atomic.write_text(path, text)
-
-
-def upsert_runs(path: str, record: dict) -> None:
-  if "://" not in path:
-    run_record.upsert_runs_jsonl(path, record)
-    return
-  p = epath.Path(path)
-  lines = [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.exists() else []
-  lines = [l for l in lines if l.get("name") != record["name"]] + [record]
-  p.write_text("".join(json.dumps(l, allow_nan=False) + "\n" for l in lines))
-
-
-def read_result(cell_dir: str) -> dict | None:
-  p = epath.Path(cell_dir) / "result.json"
-  return json.loads(p.read_text()) if p.exists() else None
-
-
 # --------------------------------------------------------------------------- before compute
 
 
@@ -224,7 +196,7 @@ def finished_records(job: executors.Job) -> list[dict] | None:
     dirs = [os.path.join(job.workdir, job.name + b.name_suffix) for b in branches]
   else:
     dirs = [job.workdir]
-  records = [read_result(d) for d in dirs]
+  records = [run_record.read_result(d) for d in dirs]
   if all(r is not None and r.get("status") == "done" for r in records):
     return records
   return None
@@ -259,8 +231,8 @@ def run_sweep(c: ml_collections.ConfigDict, workdir: str, *, quiet: bool = False
     say(r)
   runs_path = os.path.join(workdir, "runs.jsonl")
   if lead:
-    epath.Path(workdir).mkdir(parents=True, exist_ok=True)
-    write_text(os.path.join(workdir, "sweep.json"), c.to_json_best_effort(indent=2) + "\n")
+    atomic.makedirs(workdir)
+    atomic.write_text(os.path.join(workdir, "sweep.json"), c.to_json_best_effort(indent=2) + "\n")
 
   jobs = []
   all_jobs = jobs_for(cells, c, workdir)
@@ -272,7 +244,7 @@ def run_sweep(c: ml_collections.ConfigDict, workdir: str, *, quiet: bool = False
       say(f"[{i + 1}/{n}] {job.name}: skipped, already done (eval loss {losses})")
       if lead:
         for r in done:
-          upsert_runs(runs_path, r)
+          run_record.upsert_runs_jsonl(runs_path, r)
     else:
       jobs.append(job)
   say(f"{len(jobs)} of {n} cells to train with executor={c.executor!r}")
@@ -289,7 +261,7 @@ def run_sweep(c: ml_collections.ConfigDict, workdir: str, *, quiet: bool = False
       say(f"[{finished[0]}/{len(jobs)}] {job.name}: failed: {record.get('reason')}")
     if lead:
       for r in record.get("branches") or [record]:
-        upsert_runs(runs_path, r)
+        run_record.upsert_runs_jsonl(runs_path, r)
 
   stop = stop if stop is not None else checkpoint.StopFlag().install()
   cell_quiet = quiet or c.executor != "local"
