@@ -30,8 +30,11 @@ def absolute(path: PathLike) -> str:
   return path if is_remote(path) else os.path.abspath(path)
 
 
-def check_backend(path: PathLike, flag: str = "--workdir") -> None:
-  """UserError, before any work, when a URL's filesystem is not installed (gcsfs for gs://)."""
+def check_backend(path: PathLike, flag: str | None = "--workdir") -> None:
+  """UserError, before any work, when a URL's filesystem is not installed (gcsfs for gs://).
+
+  `flag` names the option in the message; None for a positional argument.
+  """
   path = os.fspath(path)
   if not is_remote(path):
     return
@@ -42,7 +45,7 @@ def check_backend(path: PathLike, flag: str = "--workdir") -> None:
   except (ImportError, ValueError) as e:
     hint = ("install the gcs extra: pip install 'chinchax[gcs]'" if protocol == "gs"
             else f"no filesystem for {protocol}:// ({e})")
-    raise UserError(f"{flag}={path}: {hint}") from None
+    raise UserError(f"{f'{flag}=' if flag else ''}{path}: {hint}") from None
 
 
 def exists(path: PathLike) -> bool:
