@@ -55,9 +55,10 @@ class MetricsWriter:
     self._tb = None
     if not self.enabled:
       return
-    kept = [r for r in read(self.path) if r.get("step", 0) <= resume_step]
-    self._lines = [json.dumps(r) + "\n" for r in kept]
-    atomic.write_text(self.path, "".join(self._lines))
+    kept = "".join(json.dumps(r) + "\n" for r in read(self.path)
+                   if r.get("step", 0) <= resume_step)
+    atomic.write_text(self.path, kept)
+    self._lines = [kept] if self._remote else []  # remote: the whole file, for each flush
     if tensorboard:
       from tensorboardX import SummaryWriter  # no TensorFlow needed
       logdir = os.path.join(workdir, "tensorboard")
@@ -69,14 +70,15 @@ class MetricsWriter:
     if not self.enabled:
       return
     row = {"step": int(step), **{k: _clean(v) for k, v in scalars.items()}}
+    line = json.dumps(row) + "\n"
     if self._remote:
-      self._lines.append(json.dumps(row) + "\n")
+      self._lines.append(line)
       self._unflushed = True
       if time.monotonic() - self._flushed_at >= FLUSH_EVERY_S:
         self.flush()
     else:
       with open(self.path, "a") as f:
-        f.write(json.dumps(row) + "\n")
+        f.write(line)
     if self._tb is not None:
       for k, v in row.items():
         if k != "step" and isinstance(v, (int, float)):

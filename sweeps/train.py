@@ -307,10 +307,13 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
 
       if step in save_steps:
         _save_branch_point(workdir, step, state)
+      # After each save the metrics are flushed: a resume drops the rows past its step, so
+      # none up to it may be missing from metrics.jsonl (remote workdirs flush lazily).
       if ckpt.maybe_save(step, state):
-        writer.flush()  # a resume drops the rows past its step: none may be missing before it
+        writer.flush()
       if stop:
-        ckpt.maybe_save(step, state, force=True)
+        if ckpt.maybe_save(step, state, force=True):
+          writer.flush()
         ckpt.close()
         if best_ckpt is not None:
           best_ckpt.close()
@@ -322,8 +325,8 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
       stop.uninstall()
 
   # ---- Final eval and the run record.
-  if not failure:
-    ckpt.maybe_save(step, state, force=True)
+  if not failure and ckpt.maybe_save(step, state, force=True):
+    writer.flush()
   ckpt.close()
   eval_loss = float("nan") if failure else evaluate(state["params"])
   if not failure:
