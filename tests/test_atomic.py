@@ -1,11 +1,13 @@
-"""scaling.atomic: the same calls on a local disk and on gs:// (a fake bucket, tests/fake_gcs.py)."""
+"""scaling.atomic: the same calls on a local disk and on gs:// (tests/fake_gcs.py's bucket)."""
 
+import json
 import os
 
 import pytest
 
 from scaling import atomic
 from scaling.errors import UserError
+from sweeps import run_record
 
 from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
 
@@ -53,5 +55,19 @@ def test_gs_without_gcsfs_is_one_line(monkeypatch):
   monkeypatch.setattr(fsspec, "get_filesystem_class", missing)
   with pytest.raises(UserError) as e:
     atomic.check_backend("gs://b/sweep")
-  assert str(e.value) == "--workdir=gs://b/sweep: install the gcs extra: pip install 'chinchax[gcs]'"
+  assert str(e.value) == ("--workdir=gs://b/sweep: install the gcs extra: "
+                          "pip install 'chinchax[gcs]'")
   atomic.check_backend("/tmp/local")  # a local path needs nothing
+
+
+def test_run_record_upserts_runs_jsonl_on_gs(fake_gcs):  # noqa: F811
+  path = "gs://bkt/sweep/runs.jsonl"
+  run_record.upsert_runs_jsonl(path, {"name": "a", "eval_loss": 3.0})
+  run_record.upsert_runs_jsonl(path, {"name": "b", "eval_loss": 2.0})
+  run_record.upsert_runs_jsonl(path, {"name": "a", "eval_loss": 1.0})  # a rerun replaces it
+  lines = [json.loads(l) for l in fake_gcs.local(path).read_text().splitlines()]
+  assert lines == [{"name": "b", "eval_loss": 2.0}, {"name": "a", "eval_loss": 1.0}]
+  assert run_record.read_result("gs://bkt/sweep/a") is None
+  run_record.write_result("gs://bkt/sweep/a", {"name": "a", "status": "done"})
+  assert run_record.read_result("gs://bkt/sweep/a") == {"name": "a", "status": "done"}
+  assert fake_gcs.stray_local_files() == []
