@@ -66,10 +66,9 @@ def listdir(path: PathLike) -> list[str]:
 
 
 def makedirs(path: PathLike) -> None:
-  # On GCS folders are only name prefixes (gcsfs makes this a no-op); other stores may need it.
-  if is_remote(path):
-    epath.Path(path).mkdir(parents=True, exist_ok=True)
-  else:
+  # An object store has no folders, only name prefixes that a write makes; asking gcsfs to
+  # make one would create a missing bucket (a mistyped name) instead of failing.
+  if not is_remote(path):
     os.makedirs(path, exist_ok=True)
 
 

@@ -9,11 +9,11 @@ grid, its tokenizer must match `vocab_size`) → the grid and its refusals → e
 checked against its devices → cells trained → `chinchax fit` → report.md. Everything that
 cannot work is refused (one line, exit 2) before anything is compiled.
 
-Layout: WORKDIR/sweep.json (the resolved config), WORKDIR/<cell>/ (train()'s files),
-WORKDIR/runs.jsonl (a line per finished cell), WORKDIR/law.json, WORKDIR/plots/,
-WORKDIR/report.md. Cell names depend only on the config, so a rerun finds its cells: done
-cells (result.json status done) are skipped, partial ones resume from their checkpoints,
-failed ones are retried. Only process 0 writes the shared files.
+Layout, WORKDIR a local path or gs://bucket/path: WORKDIR/sweep.json (the resolved config),
+WORKDIR/<cell>/ (train()'s files), WORKDIR/runs.jsonl (a line per finished cell),
+WORKDIR/law.json, WORKDIR/plots/, WORKDIR/report.md. Cell names depend only on the config, so a
+rerun finds its cells: done cells (result.json status done) are skipped, partial ones resume
+from their checkpoints, failed ones are retried. Only process 0 writes the shared files.
 
 The runner's own keys (`RUNNER_DEFAULTS`: executor, devices_per_cell, ray_*, bootstrap) are
 accepted as `--config.KEY=VALUE` whether or not the config file sets them.
