@@ -187,10 +187,11 @@ class Sweep:
 
 
 def _requirement(sw: Sweep) -> str:
+  # With the gcs extra: hosts share no disk, so a multi-host workdir is gs://.
   if sw.wheel:
-    return f"./{os.path.basename(sw.wheel)}"
+    return f"./{os.path.basename(sw.wheel)}[gcs]"
   url = sw.repo if sw.repo.startswith("git+") else f"git+{sw.repo}"
-  return f"chinchax @ {url}@{sw.ref}"
+  return f"chinchax[gcs] @ {url}@{sw.ref}"
 
 
 def up_steps(s: Slice, sw: Sweep) -> list[steps.Step]:

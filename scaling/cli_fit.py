@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from scaling import atomic
 from scaling import bootstrap as bootstrap_lib
 from scaling import envelope, isoflop, law as law_lib, optimum, parametric, plots, runs as runs_lib
 from scaling.errors import UserError
@@ -42,6 +43,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     raise UserError(f"--bootstrap must be >= 0, got {args.bootstrap}")
   if not args.delta > 0:
     raise UserError(f"--delta must be positive, got {args.delta}")
+  for path in args.runs:  # gs:// without gcsfs: one line before anything is read
+    atomic.check_backend(path, None)
+  atomic.check_backend(args.out, "--out")
+  if args.plots:
+    atomic.check_backend(args.plots, "--plots")
   return args
 
 

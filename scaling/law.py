@@ -352,10 +352,11 @@ def save_law(path: str | os.PathLike, law: Mapping[str, Any]) -> None:
 def load_law(path: str | os.PathLike) -> dict[str, Any]:
   path = os.fspath(path)
   try:
-    with open(path, encoding="utf-8") as f:
-      text = f.read()
-  except OSError as e:
-    raise UserError(f"cannot read law file {path}: {e.strerror or e}") from None
+    text = atomic.read_text(path)
+  except (OSError, UnicodeDecodeError) as e:
+    raise UserError(f"cannot read law file {path}: {getattr(e, 'strerror', None) or e}") from None
+  if text is None:
+    raise UserError(f"cannot read law file {path}: No such file or directory")
   try:
     obj = json.loads(text)
   except json.JSONDecodeError as e:

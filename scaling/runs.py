@@ -27,6 +27,7 @@ nominal budget within the same tolerance of its geometric-mean C.
 
 import csv
 import dataclasses
+import io
 import json
 import math
 import os
@@ -34,6 +35,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from scaling import atomic
 from scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from scaling.errors import UserError
 
@@ -158,10 +160,10 @@ def load_runs(paths: Sequence[str], params: str = "total", flops: str = "6ND",
     raise UserError("no RUNS given: pass a sweep workdir, a runs.jsonl or a CSV")
   rows, curves, n_failed, names = [], [], 0, set()
   for path in map(os.fspath, paths):
-    if os.path.isdir(path):
+    if atomic.isdir(path):
       file_rows, file_curves, failed = _read_records(os.path.join(path, "runs.jsonl"), path,
                                                      params, flops)
-    elif not os.path.exists(path):
+    elif not atomic.exists(path):
       raise UserError(f"{path}: no such file or folder")
     elif path.endswith(".jsonl"):
       file_rows, file_curves, failed = _read_records(path, os.path.dirname(path), params,
@@ -205,14 +207,19 @@ def _positive(where: str, field: str, value: Any) -> float:
   return x
 
 
-def _lines(path: str) -> list[str]:
-  if not os.path.isfile(path):
-    raise UserError(f"{path}: not found; a sweep workdir holds runs.jsonl once a run finishes")
+def _text(path: str, encoding: str = "utf-8", what: str = "") -> str:
   try:
-    with open(path, encoding="utf-8") as f:
-      return f.read().splitlines()
+    data = atomic.read_bytes(path)
+    text = None if data is None else data.decode(encoding)
   except (OSError, UnicodeDecodeError) as e:
-    raise UserError(f"{path}: cannot read: {e}") from None
+    raise UserError(f"{path}: cannot read{what}: {e}") from None
+  if text is None:
+    raise UserError(f"{path}: not found; a sweep workdir holds runs.jsonl once a run finishes")
+  return text
+
+
+def _lines(path: str) -> list[str]:
+  return _text(path).splitlines()
 
 
 def _json_lines(path: str):
@@ -254,7 +261,7 @@ def _read_records(path: str, workdir: str, params: str, flops: str):
                      schedule=str(rec.get("schedule") or "cosine")))
     if rec.get("curve"):
       curve_path = os.path.join(workdir, rec["name"], rec["curve"])
-      if os.path.isfile(curve_path):
+      if atomic.exists(curve_path):
         curves.append(_read_curve(curve_path, rec["name"], N, C / D))
   return rows, curves, failed
 
@@ -274,12 +281,12 @@ def _read_curve(path: str, name: str, N: float, flops_per_token: float) -> Curve
 
 
 def _read_csv(path: str, flops: str):
+  text = _text(path, encoding="utf-8-sig", what=" as CSV")  # -sig: a spreadsheet's BOM
   try:
-    with open(path, newline="", encoding="utf-8-sig") as f:  # -sig: a spreadsheet's BOM
-      reader = csv.DictReader(f)
-      header = [h.strip() for h in (reader.fieldnames or [])]
-      records = [(reader.line_num, r) for r in reader]
-  except (OSError, UnicodeDecodeError, csv.Error) as e:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    records = [(reader.line_num, r) for r in reader]
+  except csv.Error as e:
     raise UserError(f"{path}: cannot read as CSV: {e}") from None
   for need in ("N", "loss"):
     if need not in header:

@@ -73,19 +73,15 @@ def select_steps(spec: str, saved: list[int], best: list[int]) -> list[tuple[str
 
 def read_config(workdir: str):
   import ml_collections  # pylint: disable=g-import-not-at-top
-  path = os.path.join(workdir, "config.json")
-  if not os.path.isfile(path):
+  text = atomic.read_text(os.path.join(workdir, "config.json"))
+  if text is None:
     raise UserError(f"{workdir}: no config.json; pass the folder of a `chinchax train` run")
-  with open(path) as f:
-    return ml_collections.ConfigDict(json.load(f))
+  return ml_collections.ConfigDict(json.loads(text))
 
 
 def write_probes(path: str, rows: list[dict]) -> None:
   key = lambda r: (r["step"], r["set"], r["eval_tokens"])
-  old = []
-  if os.path.exists(path):
-    with open(path) as f:
-      old = [json.loads(l) for l in f if l.strip()]
+  old = [json.loads(l) for l in (atomic.read_text(path) or "").splitlines() if l.strip()]
   new = {key(r) for r in rows}
   kept = [r for r in old if key(r) not in new] + rows
   atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
@@ -100,13 +96,13 @@ def main(argv: list[str]) -> int:
   from sweeps import data, optimizer, train  # pylint: disable=g-import-not-at-top
   from sweeps import step as step_lib  # pylint: disable=g-import-not-at-top
 
-  workdir = os.path.abspath(args.workdir)
+  atomic.check_backend(args.workdir)
+  workdir = atomic.absolute(args.workdir)
   c = read_config(workdir)
   log = (lambda *_: None) if args.quiet else (lambda m: print(m, flush=True))
 
   def steps_in(folder):
-    d = os.path.join(workdir, folder)
-    return sorted(int(s) for s in os.listdir(d) if s.isdigit()) if os.path.isdir(d) else []
+    return sorted(int(s) for s in atomic.listdir(os.path.join(workdir, folder)) if s.isdigit())
 
   chosen = select_steps(args.steps, steps_in("checkpoints"), steps_in(train.BEST_DIR))
 

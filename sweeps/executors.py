@@ -23,7 +23,6 @@ with the exception's one-line reason; the sweep goes on. A cell that returns `st
 import concurrent.futures
 import contextlib
 import dataclasses
-import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -31,6 +30,7 @@ from collections.abc import Callable, Sequence
 import jax
 import ml_collections
 
+from scaling import atomic
 from scaling.conventions import Shape
 from scaling.errors import UserError
 
@@ -78,7 +78,7 @@ def train_job(job: Job, *, devices=None, stop=None, quiet: bool = True) -> dict:
     record = run_record.make(name=job.name, shape=job.shape, D=job.D, status="failed",
                              reason=reason(e), budget=job.budget)
     if jax.process_index() == 0:
-      os.makedirs(job.workdir, exist_ok=True)
+      atomic.makedirs(job.workdir)
       run_record.write_result(job.workdir, record)
     return record
 

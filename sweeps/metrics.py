@@ -3,15 +3,25 @@
 Only process 0 writes. On resume, lines past the restored step are dropped first: they were
 written after the last checkpoint by a run that then died, and the resumed run writes them again
 (the trajectory is exact, so the values are the same).
+
+A local file is appended to line by line. An object store (a `gs://` workdir) has no append:
+the rows are kept in memory and the whole object is rewritten by `flush()`, at most every
+FLUSH_EVERY_S from `write()`, and by `close()`. train() flushes whenever a checkpoint is saved,
+so the file never lags a checkpoint: rows before a restored step are never written again.
+TensorBoard events on an object store are buffered and rewritten the same way (`_ObjectFile`).
 """
 
+import io
 import json
 import math
 import os
+import time
 
 import jax
 
 from scaling import atomic
+
+FLUSH_EVERY_S = 30.0
 
 
 def _clean(v):
@@ -23,46 +33,101 @@ def _clean(v):
 
 
 def read(path: str) -> list[dict]:
-  if not os.path.exists(path):
-    return []
   rows = []
-  with open(path) as f:
-    for line in f:
-      line = line.strip()
-      if line:
-        try:
-          rows.append(json.loads(line))
-        except json.JSONDecodeError:
-          break  # a torn last line from a crash: everything after it is suspect
+  for line in (atomic.read_text(path) or "").splitlines():
+    line = line.strip()
+    if line:
+      try:
+        rows.append(json.loads(line))
+      except json.JSONDecodeError:
+        break  # a torn last line from a crash: everything after it is suspect
   return rows
 
 
 class MetricsWriter:
-  """Appends one JSON line per logged step; mirrors scalars to TensorBoard."""
+  """One JSON line per logged step; mirrors scalars to TensorBoard."""
 
   def __init__(self, workdir: str, resume_step: int = 0, tensorboard: bool = True):
     self.path = os.path.join(workdir, "metrics.jsonl")
     self.enabled = jax.process_index() == 0
+    self._remote = atomic.is_remote(self.path)
+    self._lines, self._unflushed, self._flushed_at = [], False, time.monotonic()
     self._tb = None
     if not self.enabled:
       return
-    kept = [r for r in read(self.path) if r.get("step", 0) <= resume_step]
-    atomic.write_text(self.path, "".join(json.dumps(r) + "\n" for r in kept))
+    kept = "".join(json.dumps(r) + "\n" for r in read(self.path)
+                   if r.get("step", 0) <= resume_step)
+    atomic.write_text(self.path, kept)
+    self._lines = [kept] if self._remote else []  # remote: the whole file, for each flush
     if tensorboard:
       from tensorboardX import SummaryWriter  # no TensorFlow needed
-      self._tb = SummaryWriter(os.path.join(workdir, "tensorboard"), purge_step=resume_step + 1)
+      logdir = os.path.join(workdir, "tensorboard")
+      if self._remote:
+        _register_object_files(logdir)
+      self._tb = SummaryWriter(logdir, purge_step=resume_step + 1)
 
   def write(self, step: int, **scalars) -> None:
     if not self.enabled:
       return
     row = {"step": int(step), **{k: _clean(v) for k, v in scalars.items()}}
-    with open(self.path, "a") as f:
-      f.write(json.dumps(row) + "\n")
+    line = json.dumps(row) + "\n"
+    if self._remote:
+      self._lines.append(line)
+      self._unflushed = True
+      if time.monotonic() - self._flushed_at >= FLUSH_EVERY_S:
+        self.flush()
+    else:
+      with open(self.path, "a") as f:
+        f.write(line)
     if self._tb is not None:
       for k, v in row.items():
         if k != "step" and isinstance(v, (int, float)):
           self._tb.add_scalar(k, v, step)
 
+  def flush(self) -> None:
+    """Every row written so far is in the file (locally each write already appended it)."""
+    if self._remote and self._unflushed:
+      atomic.write_text(self.path, "".join(self._lines))
+    self._unflushed, self._flushed_at = False, time.monotonic()
+
   def close(self) -> None:
+    self.flush()
     if self._tb is not None:
       self._tb.close()
+
+
+class _ObjectFile:
+  """A TensorBoard event file on an object store: buffered, rewritten whole on each flush.
+
+  tensorboardX's own gs:// writer needs google-cloud-storage; this one goes through
+  `scaling.atomic` (etils.epath, gcsfs) like every other file of the workdir.
+  """
+
+  def __init__(self, path: str):
+    self.path, self._buf, self._written = path, io.BytesIO(), -1
+
+  def write(self, data: bytes) -> None:
+    self._buf.write(data)
+
+  def flush(self) -> None:
+    if self._buf.tell() != self._written:  # tensorboardX flushes every 2 minutes regardless
+      atomic.write_bytes(self.path, self._buf.getvalue())
+      self._written = self._buf.tell()
+
+  def close(self) -> None:
+    self.flush()
+
+
+class _ObjectFiles:
+  """tensorboardX's writer factory for one URL scheme."""
+
+  def open(self, path: str) -> _ObjectFile:
+    return _ObjectFile(path)
+
+  def directory_check(self, path: str) -> None:
+    del path  # an object store has no folders to make
+
+
+def _register_object_files(logdir: str) -> None:
+  from tensorboardX import record_writer  # pylint: disable=g-import-not-at-top
+  record_writer.register_writer_factory(logdir.split("://", 1)[0], _ObjectFiles())

@@ -13,8 +13,6 @@ import json
 import math
 import os
 
-from etils import epath
-
 from scaling import atomic
 from scaling import law as law_lib
 from scaling import plan as plan_lib
@@ -24,12 +22,13 @@ PLOTS = ("isoflops", "optimal", "law")
 BEYOND = (1e1, 1e2, 1e3, 1e4)  # compute-optimal rows at these multiples of the top budget
 
 
-def _read_records(workdir: epath.Path) -> list[dict]:
-  path = workdir / "runs.jsonl"
-  if not path.exists():
+def _read_records(workdir: str) -> list[dict]:
+  path = os.path.join(workdir, "runs.jsonl")
+  text = atomic.read_text(path)
+  if text is None:
     raise UserError(f"{path}: no runs.jsonl; is {workdir} a sweep workdir?")
   records = {}
-  for i, line in enumerate(path.read_text().splitlines(), 1):
+  for i, line in enumerate(text.splitlines(), 1):
     if line.strip():
       try:
         r = json.loads(line)
@@ -129,9 +128,9 @@ def optimal_section(law: dict) -> list[str]:
           ] + _table(["C (FLOPs)", "N*", "D*", "D*/N*", "loss"], rows)
 
 
-def render(records: list[dict], law: dict | None, workdir: epath.Path,
+def render(records: list[dict], law: dict | None, workdir: str,
            fit_error: str | None = None) -> str:
-  out = [f"# Sweep report: {workdir.name}", ""]
+  out = [f"# Sweep report: {os.path.basename(os.fspath(workdir).rstrip('/'))}", ""]
   out += runs_section(records) + [""] + minima_section(records, law) + [""]
   if fit_error:
     out += ["## Fit", "", f"The fit failed: {fit_error}", ""]
@@ -139,28 +138,26 @@ def render(records: list[dict], law: dict | None, workdir: epath.Path,
     out += ["## Fit", "", "No law.json yet: run `chinchax fit` on this workdir.", ""]
   else:
     out += law_section(law) + [""] + optimal_section(law) + [""]
-  plots = [s for s in PLOTS if (workdir / "plots" / f"{s}.png").exists()]
+  plots = [s for s in PLOTS if atomic.exists(os.path.join(workdir, "plots", f"{s}.png"))]
   if plots:
     out += ["## Plots", ""] + [f"![{s}](plots/{s}.png)" for s in plots] + [""]
   return "\n".join(out)
 
 
 def write_report(workdir: str, fit_error: str | None = None) -> str:
-  wd = epath.Path(workdir)
-  records = _read_records(wd)
+  workdir = os.fspath(workdir)
+  records = _read_records(workdir)
+  law_path = os.path.join(workdir, "law.json")
+  law_text = None if fit_error else atomic.read_text(law_path)
   law = None
-  law_path = wd / "law.json"
-  if not fit_error and law_path.exists():
+  if law_text is not None:
     try:
-      law = law_lib.validate_law(json.loads(law_path.read_text()))
+      law = law_lib.validate_law(json.loads(law_text))
     except (json.JSONDecodeError, UserError) as e:
       raise UserError(f"{law_path}: {e}") from None
-  text = render(records, law, wd, fit_error)
+  text = render(records, law, workdir, fit_error)
   path = os.path.join(workdir, "report.md")
-  if "://" in path:
-    epath.Path(path).write_text(text)
-  else:
-    atomic.write_text(path, text)
+  atomic.write_text(path, text)
   return path
 
 
@@ -168,5 +165,6 @@ def main(argv: list[str]) -> int:
   p = argparse.ArgumentParser(prog="chinchax report", description=__doc__.splitlines()[0])
   p.add_argument("workdir", help="a sweep workdir (its runs.jsonl and law.json)")
   args = p.parse_args(argv)
+  atomic.check_backend(args.workdir, None)
   print(f"wrote {write_report(args.workdir)}")
   return 0

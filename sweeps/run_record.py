@@ -8,7 +8,8 @@ Schema `chinchax/run/v1` (`scaling.runs` reads it):
     schedule, unique_tokens, epochs, tokens_per_s, mfu, wall_s, steps, versions {...}
 
 Both parameter conventions and both FLOP conventions are stored, so a fit can use either.
-Every write is atomic; `runs.jsonl` is rewritten whole with the cell's line replaced or added.
+Every write is atomic (`scaling.atomic`, local or gs://); `runs.jsonl` is rewritten whole with
+the cell's line replaced or added, as an object store has no append.
 """
 
 import dataclasses
@@ -51,18 +52,13 @@ def write_result(run_dir: str, record: dict) -> str:
 
 
 def read_result(run_dir: str) -> dict | None:
-  path = os.path.join(run_dir, "result.json")
-  if not os.path.exists(path):
-    return None
-  with open(path) as f:
-    return json.load(f)
+  text = atomic.read_text(os.path.join(run_dir, "result.json"))
+  return None if text is None else json.loads(text)
 
 
 def upsert_runs_jsonl(path: str, record: dict) -> None:
   """Adds the record's line to runs.jsonl, replacing an earlier line of the same name."""
-  lines = []
-  if os.path.exists(path):
-    with open(path) as f:
-      lines = [json.loads(l) for l in f if l.strip()]
+  text = atomic.read_text(path) or ""
+  lines = [json.loads(l) for l in text.splitlines() if l.strip()]
   lines = [l for l in lines if l.get("name") != record["name"]] + [record]
   atomic.write_text(path, "".join(json.dumps(l, allow_nan=False) + "\n" for l in lines))

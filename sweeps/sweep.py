@@ -9,17 +9,16 @@ grid, its tokenizer must match `vocab_size`) → the grid and its refusals → e
 checked against its devices → cells trained → `chinchax fit` → report.md. Everything that
 cannot work is refused (one line, exit 2) before anything is compiled.
 
-Layout: WORKDIR/sweep.json (the resolved config), WORKDIR/<cell>/ (train()'s files),
-WORKDIR/runs.jsonl (a line per finished cell), WORKDIR/law.json, WORKDIR/plots/,
-WORKDIR/report.md. Cell names depend only on the config, so a rerun finds its cells: done
-cells (result.json status done) are skipped, partial ones resume from their checkpoints,
-failed ones are retried. Only process 0 writes the shared files.
+Layout, WORKDIR a local path or gs://bucket/path: WORKDIR/sweep.json (the resolved config),
+WORKDIR/<cell>/ (train()'s files), WORKDIR/runs.jsonl (a line per finished cell),
+WORKDIR/law.json, WORKDIR/plots/, WORKDIR/report.md. Cell names depend only on the config, so a
+rerun finds its cells: done cells (result.json status done) are skipped, partial ones resume
+from their checkpoints, failed ones are retried. Only process 0 writes the shared files.
 
 The runner's own keys (`RUNNER_DEFAULTS`: executor, devices_per_cell, ray_*, bootstrap) are
 accepted as `--config.KEY=VALUE` whether or not the config file sets them.
 """
 
-import json
 import os
 import sys
 import time
@@ -27,7 +26,6 @@ from typing import Callable
 
 import jax
 import ml_collections
-from etils import epath
 
 from models import mesh as mesh_lib
 from models import sharding
@@ -125,32 +123,6 @@ def initialize_distributed(env=None, initialize=None) -> str | None:
   return None
 
 
-# --------------------------------------------------------------------------- shared files
-
-
-def write_text(path: str, text: str) -> None:
-  """Atomic on a local disk; an object store's single write is atomic already."""
-  if "://" in path:
-    epath.Path(path).write_text(text)
-  else:
-    atomic.write_text(path, text)
-
-
-def upsert_runs(path: str, record: dict) -> None:
-  if "://" not in path:
-    run_record.upsert_runs_jsonl(path, record)
-    return
-  p = epath.Path(path)
-  lines = [json.loads(l) for l in p.read_text().splitlines() if l.strip()] if p.exists() else []
-  lines = [l for l in lines if l.get("name") != record["name"]] + [record]
-  p.write_text("".join(json.dumps(l, allow_nan=False) + "\n" for l in lines))
-
-
-def read_result(cell_dir: str) -> dict | None:
-  p = epath.Path(cell_dir) / "result.json"
-  return json.loads(p.read_text()) if p.exists() else None
-
-
 # --------------------------------------------------------------------------- before compute
 
 
@@ -228,7 +200,7 @@ def finished_records(job: executors.Job) -> list[dict] | None:
     dirs = [os.path.join(job.workdir, job.name + b.name_suffix) for b in branches]
   else:
     dirs = [job.workdir]
-  records = [read_result(d) for d in dirs]
+  records = [run_record.read_result(d) for d in dirs]
   if all(r is not None and r.get("status") == "done" for r in records):
     return records
   return None
@@ -267,8 +239,8 @@ def run_sweep(c: ml_collections.ConfigDict, workdir: str, *, quiet: bool = False
     say(r)
   runs_path = os.path.join(workdir, "runs.jsonl")
   if lead:
-    epath.Path(workdir).mkdir(parents=True, exist_ok=True)
-    write_text(os.path.join(workdir, "sweep.json"), c.to_json_best_effort(indent=2) + "\n")
+    atomic.makedirs(workdir)
+    atomic.write_text(os.path.join(workdir, "sweep.json"), c.to_json_best_effort(indent=2) + "\n")
 
   jobs = []
   all_jobs = jobs_for(cells, c, workdir)
@@ -280,7 +252,7 @@ def run_sweep(c: ml_collections.ConfigDict, workdir: str, *, quiet: bool = False
       say(f"[{i + 1}/{n}] {job.name}: skipped, already done (eval loss {losses})")
       if lead:
         for r in done:
-          upsert_runs(runs_path, r)
+          run_record.upsert_runs_jsonl(runs_path, r)
     else:
       jobs.append(job)
   say(f"{len(jobs)} of {n} cells to train with executor={c.executor!r}")
@@ -297,7 +269,7 @@ def run_sweep(c: ml_collections.ConfigDict, workdir: str, *, quiet: bool = False
       say(f"[{finished[0]}/{len(jobs)}] {job.name}: failed: {record.get('reason')}")
     if lead:
       for r in record.get("branches") or [record]:
-        upsert_runs(runs_path, r)
+        run_record.upsert_runs_jsonl(runs_path, r)
 
   stop = stop if stop is not None else checkpoint.StopFlag().install()
   cell_quiet = quiet or c.executor != "local"

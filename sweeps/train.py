@@ -170,11 +170,11 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
   eval_step = step_lib.make_eval_step(model_cfg, tx, mesh, rules, mode)
 
   # ---- Restore: the newest checkpoint that loads, else start fresh.
-  os.makedirs(workdir, exist_ok=True)
+  atomic.makedirs(workdir)
   if jax.process_index() == 0:
     atomic.write_text(os.path.join(workdir, "config.json"), c.to_json_best_effort(indent=2))
   ckpt = checkpoint.Checkpointer(
-      os.path.join(os.path.abspath(workdir), "checkpoints"), every_steps=c.checkpoint.every_steps,
+      os.path.join(atomic.absolute(workdir), "checkpoints"), every_steps=c.checkpoint.every_steps,
       every_minutes=c.checkpoint.every_minutes, keep=c.checkpoint.keep)
   state, step = ckpt.restore_latest(abstract)
   init_from, init_step = option(c, "init_from", ""), None
@@ -206,7 +206,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
                                  float(option(c, "early_stop.min_rel_improvement", 0.0)))
   history = [r["eval_loss"] for r in metrics.read(writer.path)
              if r.get("eval_loss") is not None and 0 < r["step"] <= step]
-  best_ckpt = (checkpoint.Checkpointer(os.path.join(os.path.abspath(workdir), BEST_DIR),
+  best_ckpt = (checkpoint.Checkpointer(os.path.join(atomic.absolute(workdir), BEST_DIR),
                                        every_steps=10**12, every_minutes=0, keep=1)
                if stopper.enabled or option(c, "checkpoint.keep_best", False) else None)
 
@@ -307,9 +307,13 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
 
       if step in save_steps:
         _save_branch_point(workdir, step, state)
-      ckpt.maybe_save(step, state)
+      # After each save the metrics are flushed: a resume drops the rows past its step, so
+      # none up to it may be missing from metrics.jsonl (remote workdirs flush lazily).
+      if ckpt.maybe_save(step, state):
+        writer.flush()
       if stop:
-        ckpt.maybe_save(step, state, force=True)
+        if ckpt.maybe_save(step, state, force=True):
+          writer.flush()
         ckpt.close()
         if best_ckpt is not None:
           best_ckpt.close()
@@ -321,8 +325,8 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
       stop.uninstall()
 
   # ---- Final eval and the run record.
-  if not failure:
-    ckpt.maybe_save(step, state, force=True)
+  if not failure and ckpt.maybe_save(step, state, force=True):
+    writer.flush()
   ckpt.close()
   eval_loss = float("nan") if failure else evaluate(state["params"])
   if not failure:
@@ -386,8 +390,8 @@ def _lineage(c: ml_collections.ConfigDict, init_step: int | None) -> dict:
   if not branch_of:
     return {}
   init_from = option(c, "init_from", "")
-  if init_step is None and os.path.isdir(init_from):  # a resumed branch: read its start back
-    steps = [int(d) for d in os.listdir(init_from) if d.isdigit()]
+  if init_step is None and atomic.isdir(init_from):  # a resumed branch: read its start back
+    steps = [int(d) for d in atomic.listdir(init_from) if d.isdigit()]
     init_step = max(steps) if steps else None
   return {"branch_of": branch_of, "init_from": init_from, "init_step": init_step}
 
@@ -423,6 +427,8 @@ def parse_flags(argv: list[str], prog: str, default_config: str,
     config = fv.config
   except (flags.Error, ValueError, KeyError, AttributeError, TypeError, OSError) as e:
     raise UserError(_flag_error(e, argv)) from None
+  if fv.workdir:
+    atomic.check_backend(fv.workdir)  # gs:// without gcsfs: refused before anything compiles
   return fv, config
 
 

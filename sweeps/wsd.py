@@ -27,6 +27,7 @@ import os
 
 import ml_collections
 
+from scaling import atomic
 from scaling.errors import UserError
 
 
@@ -67,7 +68,7 @@ def plan(branches_D, decay_fraction: float, tokens_per_step: int,
 
 
 def branch_points_dir(workdir: str, step: int) -> str:
-  return os.path.join(os.path.abspath(workdir), "branch_points", f"step_{step}")
+  return os.path.join(atomic.absolute(workdir), "branch_points", f"step_{step}")
 
 
 def main_config(c: ml_collections.ConfigDict, branches: list[Branch]) -> ml_collections.ConfigDict:

@@ -12,6 +12,8 @@ from scaling import optimum as opt
 from scaling import presets
 from scaling.errors import UserError
 
+from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
+
 THETA = np.array([1.82, 482.0, 2085.0, 0.348, 0.366])  # [E, A, B, alpha, beta]
 
 
@@ -259,3 +261,13 @@ def test_numpy_fit_results_are_stored_as_plain_json(tmp_path):
   assert law_lib.load_law(tmp_path / "law.json") == doc
   with pytest.raises(ValueError, match=r"shape \(n, 5\)"):
     law_lib.build_law(E=1.8, A=480.0, B=2000.0, alpha=0.35, beta=0.36, samples=np.ones((5, 4)))
+
+
+def test_round_trip_through_a_gs_bucket(fake_gcs):  # noqa: F811
+  doc = synthetic_law()
+  law_lib.save_law("gs://bkt/fits/law.json", doc)
+  assert json.loads(fake_gcs.local("gs://bkt/fits/law.json").read_text()) == doc
+  assert law_lib.load_law("gs://bkt/fits/law.json") == doc
+  assert law_lib.ScalingLaw.load("gs://bkt/fits/law.json").to_dict() == doc
+  with pytest.raises(UserError, match="cannot read law file gs://bkt/nope.json"):
+    law_lib.load_law("gs://bkt/nope.json")

@@ -1,9 +1,14 @@
-"""metrics.jsonl: appended per step, trimmed to the restored step on resume."""
+"""metrics.jsonl: appended per step (rewritten whole on gs://), trimmed to the restored step on
+resume; TensorBoard events beside it."""
 
 import json
 import os
 
 from sweeps import metrics
+
+from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
+
+RUN = "gs://bkt/run"
 
 
 def test_resume_drops_lines_past_the_checkpoint(tmp_path):
@@ -30,3 +35,62 @@ def test_tensorboard_events_written(tmp_path):
   w.close()
   files = os.listdir(tmp_path / "tensorboard")
   assert any(f.startswith("events.out.tfevents") for f in files)
+
+
+def _steps_in_bucket(bucket) -> list[int]:
+  text = bucket.local(f"{RUN}/metrics.jsonl").read_text()
+  return [json.loads(line)["step"] for line in text.splitlines()]
+
+
+def test_gs_rows_reach_the_bucket_on_flush_and_close(fake_gcs):  # noqa: F811
+  w = metrics.MetricsWriter(RUN, tensorboard=False)
+  w.write(1, train_loss=3.0)
+  w.write(2, train_loss=2.5)
+  assert _steps_in_bucket(fake_gcs) == []  # no append on GCS: held until a flush
+  w.flush()
+  assert _steps_in_bucket(fake_gcs) == [1, 2]
+  w.write(3, train_loss=2.0)  # within FLUSH_EVERY_S of the flush: held
+  assert _steps_in_bucket(fake_gcs) == [1, 2]
+  w.close()
+  assert [r["step"] for r in metrics.read(w.path)] == [1, 2, 3]
+  assert fake_gcs.stray_local_files() == []
+
+
+def test_gs_write_flushes_once_FLUSH_EVERY_S_passed(fake_gcs, monkeypatch):  # noqa: F811
+  now = [1000.0]
+  monkeypatch.setattr(metrics.time, "monotonic", lambda: now[0])
+  w = metrics.MetricsWriter(RUN, tensorboard=False)
+  w.write(1, train_loss=3.0)
+  now[0] += metrics.FLUSH_EVERY_S - 1
+  w.write(2, train_loss=2.5)
+  assert _steps_in_bucket(fake_gcs) == []
+  now[0] += 1
+  w.write(3, train_loss=2.0)
+  assert _steps_in_bucket(fake_gcs) == [1, 2, 3]
+  w.write(4, train_loss=1.5)  # the clock starts again at that flush
+  assert _steps_in_bucket(fake_gcs) == [1, 2, 3]
+  w.close()
+  assert _steps_in_bucket(fake_gcs) == [1, 2, 3, 4]
+
+
+def test_gs_resume_drops_rows_past_the_checkpoint(fake_gcs):  # noqa: F811
+  w = metrics.MetricsWriter(RUN, tensorboard=False)
+  for step in (1, 2, 3, 4):
+    w.write(step, train_loss=5.0 - step)
+  w.close()
+  w2 = metrics.MetricsWriter(RUN, resume_step=2, tensorboard=False)
+  assert _steps_in_bucket(fake_gcs) == [1, 2]  # trimmed at once, before any new row
+  w2.write(3, train_loss=2.0)
+  w2.close()
+  rows = metrics.read(w2.path)
+  assert [r["step"] for r in rows] == [1, 2, 3] and rows[2]["train_loss"] == 2.0
+
+
+def test_gs_tensorboard_events_go_through_the_bucket(fake_gcs):  # noqa: F811
+  w = metrics.MetricsWriter(RUN)
+  w.write(1, train_loss=1.5)
+  w.close()
+  (events,) = fake_gcs.local(f"{RUN}/tensorboard").iterdir()
+  assert events.name.startswith("events.out.tfevents")
+  assert b"train_loss" in events.read_bytes()  # the scalar's tag, in the rewritten object
+  assert fake_gcs.stray_local_files() == []

@@ -10,6 +10,8 @@ from scaling.errors import UserError
 from scaling.isoflop import bootstrap_isoflop, fit_isoflop
 from scaling.runs import make_runs
 
+from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
+
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -75,3 +77,13 @@ def test_bad_input_is_refused_before_writing(tmp_path):
     plots.plot_optimal({"x": {"a": 0.5, "b": 0.5, "log_kN": 0.0, "log_kD": 0.0}},
                        str(tmp_path / "opt"))
   assert os.listdir(tmp_path) == []
+
+
+def test_plots_land_in_a_gs_bucket(fake_gcs):  # noqa: F811
+  paths = plots.plot_law("gs://bkt/plots/law", E=E, A=A, B=B, alpha=ALPHA, beta=BETA)
+  assert paths == ["gs://bkt/plots/law.png", "gs://bkt/plots/law.svg"]
+  png = fake_gcs.local(paths[0]).read_bytes()
+  svg = fake_gcs.local(paths[1]).read_bytes()
+  assert png.startswith(PNG_SIGNATURE) and len(png) > 1000
+  assert b"<svg" in svg[:2000] and svg.rstrip().endswith(b"</svg>")
+  assert fake_gcs.stray_local_files() == []

@@ -9,6 +9,8 @@ import pytest
 from scaling.errors import UserError
 from scaling.runs import budget_groups, load_runs, make_runs
 
+from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
+
 # Five done runs at two budgets, one failed; every field the trainer writes.
 RUNS = [
     # name, N_total, N_non_embedding, D, flops_chinchilla, loss, budget
@@ -216,3 +218,17 @@ def test_subset_keeps_repeats_and_their_curves(tmp_path):
   np.testing.assert_array_equal(sub.N, runs.N[[4, 4, 0]])
   assert len(sub.curves) == 2 and len(sub) == 3
   assert len(runs.subset(runs.N > 5e6)) == 3
+
+
+def test_a_gs_workdir_and_csv_read_like_local_ones(fake_gcs):  # noqa: F811
+  (fake_gcs.root / "bkt").mkdir()
+  local = _workdir(fake_gcs.root / "bkt")  # gs://bkt/sweep
+  from_gs, from_local = load_runs(["gs://bkt/sweep"]), load_runs([str(local)])
+  _same(from_gs, from_local)
+  assert [c.name for c in from_gs.curves] == ["c1e16-b"]  # metrics.jsonl read from the bucket
+  np.testing.assert_array_equal(from_gs.curves[0].loss, from_local.curves[0].loss)
+  _csv(fake_gcs.root / "bkt" / "d.csv", ["run", "N", "D", "loss", "budget"],
+       [(n, N, D, L, b) for n, N, _, D, _, L, b in RUNS])
+  _same(load_runs(["gs://bkt/d.csv"]), from_local)
+  with pytest.raises(UserError, match="gs://bkt/none: no such file or folder"):
+    load_runs(["gs://bkt/none"])

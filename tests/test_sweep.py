@@ -7,37 +7,13 @@ import os
 
 import pytest
 
-from scaling import conventions
 from scaling import law as law_lib
-from sweeps import cli, grid, run_record, sweep
+from sweeps import cli, grid, sweep
 from sweeps import train as train_lib
 from sweeps.configs import tiny
 
 import sweep_helper
-
-TRUTH = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
-FAILING_CELL = "C3e12-N1.59e5"  # the middle size of the middle budget (shape recipe)
-
-
-def synthetic_train(c, workdir, *, stop=None, quiet=False, devices=None):
-  """train() replaced by the known law L(N, D): the runner, fit and report see real records."""
-  del stop, quiet, devices
-  if c.name == FAILING_CELL:
-    raise RuntimeError("out of memory\nsecond line of the message")
-  shape = train_lib.model_config(c, 258).shape
-  N, D = conventions.params(shape), c.tokens
-  loss = TRUTH["E"] + TRUTH["A"] / N**TRUTH["alpha"] + TRUTH["B"] / D**TRUTH["beta"]
-  record = run_record.make(name=c.name, shape=shape, D=D, budget=c.budget or None,
-                           eval_loss=loss, train_loss=loss, steps=1, wall_s=0.0)
-  os.makedirs(workdir, exist_ok=True)
-  run_record.write_result(workdir, record)
-  return record
-
-
-def synthetic_argv(workdir):
-  return [f"--config={sweep_helper.CONFIG}", f"--workdir={workdir}",
-          "--config.budgets=(1e12,3e12,1e13)", "--config.n_per_budget=5",
-          "--config.span=0.5", "--config.allow_repeats=True", "--config.bootstrap=30"]
+from sweep_helper import FAILING_CELL, TRUTH, synthetic_argv, synthetic_train
 
 
 def test_sweep_end_to_end_fits_the_known_law(tmp_path, monkeypatch, capsys):
