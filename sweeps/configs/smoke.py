@@ -12,7 +12,7 @@ The dry run prints the grid and exits:
     C3e11-N2.63e4  3e+11  26,272       32 x 1      1   144   1.9e+06   72.5   1144  26 x 64 ...
     10 cells, 0 refused; total 2e+12 FLOPs (6ND), ...
 
-Without --dry-run it trains the ten cells (20M tokens in all), fits them and prints the law,
+Without --dry-run it trains the ten cells (26M tokens in all), fits them and prints the law,
 the exponents with their bootstrap intervals and the compute-optimal table; everything lands
 in runs/smoke (runs.jsonl, law.json, plots/, report.md).
 
