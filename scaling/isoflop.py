@@ -171,5 +171,4 @@ def bootstrap_isoflop(runs: Runs, n_resamples: int = 1000, seed: int = 0) -> dic
     samples.append((boot.a, boot.b, boot.log_kN, boot.log_kD))
   columns = np.array(samples, np.float64).reshape(-1, 4).T
   return {"a": columns[0], "b": columns[1], "log_kN": columns[2], "log_kD": columns[3],
-          "n_resamples": n_resamples, "n_failed": n_failed, "seed": seed,
-          "method": "residual"}
+          "n_resamples": n_resamples, "n_failed": n_failed, "seed": seed}

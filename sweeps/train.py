@@ -193,6 +193,13 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
     log(f"resumed from step {step}")
   start_step = step
   writer = metrics.MetricsWriter(workdir, resume_step=step)
+
+  def save(step: int, state, force: bool = False) -> None:
+    # After each save the metrics are flushed: a resume drops the rows past its step, so
+    # none up to it may be missing from metrics.jsonl (remote workdirs flush lazily).
+    if ckpt.maybe_save(step, state, force=force):
+      writer.flush()
+
   # A run resumed at its last step trains no more: its train loss is the one already logged.
   logged = [r["train_loss"] for r in metrics.read(writer.path) if r.get("train_loss") is not None]
   train_loss = logged[-1] if logged else float("nan")
@@ -307,13 +314,9 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
 
       if step in save_steps:
         _save_branch_point(workdir, step, state)
-      # After each save the metrics are flushed: a resume drops the rows past its step, so
-      # none up to it may be missing from metrics.jsonl (remote workdirs flush lazily).
-      if ckpt.maybe_save(step, state):
-        writer.flush()
+      save(step, state)
       if stop:
-        if ckpt.maybe_save(step, state, force=True):
-          writer.flush()
+        save(step, state, force=True)
         ckpt.close()
         if best_ckpt is not None:
           best_ckpt.close()
@@ -325,8 +328,8 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
       stop.uninstall()
 
   # ---- Final eval and the run record.
-  if not failure and ckpt.maybe_save(step, state, force=True):
-    writer.flush()
+  if not failure:
+    save(step, state, force=True)
   ckpt.close()
   eval_loss = float("nan") if failure else evaluate(state["params"])
   if not failure:

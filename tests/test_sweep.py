@@ -78,6 +78,14 @@ def test_dry_run_prints_one_row_per_cell(capsys):
   assert [r.split()[0] for r in rows] == [c.name for c in cells]
   assert all(r.split()[-1].endswith("s") for r in rows)  # the time column
   assert out.count("refused:") == len(refusals)
+  # On CPU each cell costs a start, a cost per step and its FLOPs (sweep.time_model).
+  for row, cell in zip(rows, cells):
+    seconds = (sweep.CPU_CELL_S + cell.steps * sweep.CPU_STEP_S
+               + cell.flops_chinchilla / sweep.CPU_FLOPS_PER_S)
+    assert row.split()[-1] == grid._duration(seconds), (row, seconds)
+  total = sum(sweep.CPU_CELL_S + c.steps * sweep.CPU_STEP_S
+              + c.flops_chinchilla / sweep.CPU_FLOPS_PER_S for c in cells)
+  assert f"about {grid._duration(total)} of training" in out
 
 
 @pytest.mark.parametrize("override, message", [
