@@ -19,7 +19,7 @@ import numpy as np
 import scipy.optimize
 import scipy.special
 
-from scaling import bootstrap, parametric
+from chinchax.scaling import bootstrap, parametric
 
 LAW = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 

@@ -26,7 +26,7 @@ def main() -> None:
   workdir = args.workdir or os.path.join(tempfile.mkdtemp(prefix="smoke-bench-"), "smoke")
   env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
   t0 = time.time()
-  out = subprocess.run([sys.executable, "-m", "sweeps.cli", "sweep", f"--workdir={workdir}"],
+  out = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", "sweep", f"--workdir={workdir}"],
                        env=env, cwd=ROOT, capture_output=True, text=True)
   wall = time.time() - t0
   if out.returncode != 0:

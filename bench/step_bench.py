@@ -22,11 +22,11 @@ import jax
 import numpy as np
 import optax
 
-from models import mesh as mesh_lib, sharding
-from models.config import ModelConfig
-from models.shapes import shape_for_params
-from scaling import conventions
-from sweeps import step as step_lib
+from chinchax.models import mesh as mesh_lib, sharding
+from chinchax.models.config import ModelConfig
+from chinchax.models.shapes import shape_for_params
+from chinchax.scaling import conventions
+from chinchax.sweeps import step as step_lib
 
 # device_kind substring -> dense bf16 FLOP/s per device; first match wins.
 PEAKS = (("H100", 989e12), ("H200", 989e12), ("v5 lite", 197e12), ("v5e", 197e12),

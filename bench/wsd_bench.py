@@ -15,9 +15,9 @@ import os
 import shutil
 import time
 
-from scaling import conventions
-from sweeps import train, wsd
-from sweeps.configs import train as train_configs
+from chinchax.scaling import conventions
+from chinchax.sweeps import train, wsd
+from chinchax.sweeps.configs import train as train_configs
 
 
 def base_config(args):

@@ -1,6 +1,6 @@
 """Run a sweep on GPU hosts: this machine, or one process per host over ssh.
 
-    python -m launch.gpu [--hosts=HOST[,HOST...]] [--coordinator=ADDR:PORT] [--port=1234]
+    python -m chinchax.launch.gpu [--hosts=HOST[,HOST...]] [--coordinator=ADDR:PORT] [--port=1234]
         [--mem-fraction=0.9] [--xla-flags=FLAGS] [--remote-dir=DIR] [--python=PY]
         [--shared-workdir] [--detach] [--env=KEY=VALUE ...]
         [--config=PATH[:ARG] [--config.KEY=VALUE ...]] [--workdir=DIR] [--dry-run]
@@ -32,8 +32,8 @@ from collections.abc import Sequence
 if __package__ in (None, ""):  # `python launch/gpu.py`: make the checkout importable.
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from launch import steps  # noqa: E402
-from scaling.errors import UserError  # noqa: E402
+from chinchax.launch import steps  # noqa: E402
+from chinchax.scaling.errors import UserError  # noqa: E402
 
 MEM_FRACTION = 0.9
 XLA_FLAGS = ("--xla_gpu_enable_latency_hiding_scheduler=true",)
@@ -71,7 +71,7 @@ def hosts_plan(hosts: Sequence[str], sweep: Sequence[str], env: dict[str, str], 
 
 
 def _parser() -> steps.Parser:
-  p = steps.Parser(prog="python -m launch.gpu", description=__doc__.split("\n\n")[0])
+  p = steps.Parser(prog="python -m chinchax.launch.gpu", description=__doc__.split("\n\n")[0])
   p.add_argument("--hosts", default="", help="comma-separated ssh hosts; none: this machine")
   p.add_argument("--coordinator", help="ADDR:PORT of process 0 as the others reach it "
                  "(default: first host and --port)")
@@ -118,7 +118,7 @@ def build(argv: Sequence[str]) -> tuple[steps.Plan, bool]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-  return steps.cli("launch.gpu", build, sys.argv[1:] if argv is None else argv)
+  return steps.cli("chinchax.launch.gpu", build, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Run a sweep on this machine, from the checkout root.
 
-    python -m launch.local [--venv=DIR] [--no-install] [--env=KEY=VALUE ...]
+    python -m chinchax.launch.local [--venv=DIR] [--no-install] [--env=KEY=VALUE ...]
         [--config=PATH[:ARG] [--config.KEY=VALUE ...]] [--workdir=DIR] [--dry-run]
 
 With --venv, creates that virtual environment if it has no interpreter yet and installs the
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 if __package__ in (None, ""):  # `python launch/local.py`: make the checkout importable.
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from launch import steps  # noqa: E402
-from scaling.errors import UserError  # noqa: E402
+from chinchax.launch import steps  # noqa: E402
+from chinchax.scaling.errors import UserError  # noqa: E402
 
 
 def local_plan(sweep_args: tuple[str | None, Sequence[str], str | None], *,
@@ -38,7 +38,7 @@ def local_plan(sweep_args: tuple[str | None, Sequence[str], str | None], *,
 
 
 def _parser() -> steps.Parser:
-  p = steps.Parser(prog="python -m launch.local", description=__doc__.split("\n\n")[0])
+  p = steps.Parser(prog="python -m chinchax.launch.local", description=__doc__.split("\n\n")[0])
   p.add_argument("--venv", help="virtual environment to create (if absent) and use")
   p.add_argument("--no-install", action="store_true", help="do not pip install -e .")
   steps.add_sweep_flags(p)
@@ -55,7 +55,7 @@ def build(argv: Sequence[str]) -> tuple[steps.Plan, bool]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-  return steps.cli("launch.local", build, sys.argv[1:] if argv is None else argv)
+  return steps.cli("chinchax.launch.local", build, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TextIO
 
-from scaling.errors import UserError
+from chinchax.scaling.errors import UserError
 
 LOG, PID, EXIT = "chinchax-sweep.log", "chinchax-sweep.pid", "chinchax-sweep.exit"
 
@@ -109,7 +109,7 @@ def env_argv(env: Mapping[str, str]) -> list[str]:
 def sweep_argv(python: str, config: str | None, overrides: Sequence[str],
                workdir: str | None) -> list[str]:
   """`chinchax sweep ...`, run as `python -m sweeps.cli` so that it needs nothing on PATH."""
-  argv = [python, "-m", "sweeps.cli", "sweep"]
+  argv = [python, "-m", "chinchax.sweeps.cli", "sweep"]
   if config:
     argv.append(f"--config={config}")
   argv += overrides

@@ -1,6 +1,6 @@
 """Run a sweep on a Cloud TPU VM, a pod slice, or several slices (Multislice).
 
-    python -m launch.tpu ACTION --name=NAME --project=P --zone=Z [--accelerator=v5p-32]
+    python -m chinchax.launch.tpu ACTION --name=NAME --project=P --zone=Z [--accelerator=v5p-32]
         [--spot | --best-effort] [--reserved] [--node-count=K] [--runtime-version=V]
         [--repo=URL [--ref=REF] | --wheel=PATH] [--dest=DIR] [--env=KEY=VALUE ...]
         [--config=PATH[:ARG] [--config.KEY=VALUE ...]] [--workdir=gs://BUCKET/PATH] [--dry-run]
@@ -29,8 +29,8 @@ from collections.abc import Sequence
 if __package__ in (None, ""):  # `python launch/tpu.py`: make the checkout importable.
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from launch import steps  # noqa: E402
-from scaling.errors import UserError  # noqa: E402
+from chinchax.launch import steps  # noqa: E402
+from chinchax.scaling.errors import UserError  # noqa: E402
 
 RUN_DIR = "chinchax-run"  # on each worker, in the login home: config, log, pid, exit status
 ACTIONS = ("up", "logs", "fetch", "down", "all")
@@ -248,7 +248,7 @@ def make_plan(action: str, s: Slice, sw: Sweep | None, dest: str = ".") -> steps
 
 
 def _parser() -> steps.Parser:
-  p = steps.Parser(prog="python -m launch.tpu", description=__doc__.split("\n\n")[0])
+  p = steps.Parser(prog="python -m chinchax.launch.tpu", description=__doc__.split("\n\n")[0])
   p.add_argument("action", choices=ACTIONS)
   p.add_argument("--name", required=True, help="queued resource (and node) name")
   p.add_argument("--project", help="Google Cloud project")
@@ -315,7 +315,7 @@ def build(argv: Sequence[str]) -> tuple[steps.Plan, bool]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-  return steps.cli("launch.tpu", build, sys.argv[1:] if argv is None else argv)
+  return steps.cli("chinchax.launch.tpu", build, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

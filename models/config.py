@@ -19,8 +19,8 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 
-from scaling.conventions import Shape
-from scaling.errors import UserError
+from chinchax.scaling.conventions import Shape
+from chinchax.scaling.errors import UserError
 
 Remat = Literal["none", "minimal", "full"]
 REMAT_POLICIES: dict[str, object] = {

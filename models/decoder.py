@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from models.config import REMAT_POLICIES, ModelConfig
+from chinchax.models.config import REMAT_POLICIES, ModelConfig
 
 Array = jax.Array
 

@@ -26,9 +26,9 @@ be met: with a 32000-token vocabulary that is ~1M parameters. Such a target is r
 
 import math
 
-from scaling import conventions
-from scaling.conventions import ParamsConvention, Shape
-from scaling.errors import UserError
+from chinchax.scaling import conventions
+from chinchax.scaling.conventions import ParamsConvention, Shape
+from chinchax.scaling.errors import UserError
 
 ASPECT = 64  # d_model / n_layers
 LANDING = 0.05  # relative distance from the target that counts as "on target"

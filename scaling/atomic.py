@@ -15,7 +15,7 @@ from typing import Any
 
 from etils import epath
 
-from scaling.errors import UserError
+from chinchax.scaling.errors import UserError
 
 PathLike = str | os.PathLike
 

@@ -13,8 +13,8 @@ Percentile intervals of the returned columns are the fit's confidence intervals.
 
 import numpy as np
 
-from scaling import parametric
-from scaling.errors import UserError
+from chinchax.scaling import parametric
+from chinchax.scaling.errors import UserError
 
 COLUMNS = ("E", "A", "B", "alpha", "beta")
 EXPONENT_SCALES = (1.0, 0.6, 1.6)

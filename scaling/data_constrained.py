@@ -30,9 +30,9 @@ with L-BFGS-B from a small grid of starts. R_D* is identified only by runs that 
 import numpy as np
 from scipy import optimize, special
 
-from scaling.errors import UserError
+from chinchax.scaling.errors import UserError
 
-from scaling import optimum as opt
+from chinchax.scaling import optimum as opt
 
 R_D_STAR = 15.387756
 R_N_STAR = 5.309743

@@ -29,8 +29,8 @@ import dataclasses
 
 import numpy as np
 
-from scaling.errors import UserError
-from scaling.runs import Curve, Runs
+from chinchax.scaling.errors import UserError
+from chinchax.scaling.runs import Curve, Runs
 
 N_GRID = 1500  # as many C values as Hoffmann et al. used
 

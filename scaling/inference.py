@@ -19,7 +19,7 @@ With T = 0 it is the Chinchilla optimum itself; with T > 0 the model shrinks and
 import numpy as np
 from scipy import special
 
-from scaling import optimum as opt
+from chinchax.scaling import optimum as opt
 
 _LOGIT_BRACKET = 30.0  # s from 1e-13 to 1 - 1e-13
 

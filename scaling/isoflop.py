@@ -38,8 +38,8 @@ import warnings
 
 import numpy as np
 
-from scaling.errors import UserError
-from scaling.runs import Runs, budget_groups
+from chinchax.scaling.errors import UserError
+from chinchax.scaling.runs import Runs, budget_groups
 
 MIN_SIZES = 3
 

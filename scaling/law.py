@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from scaling import atomic
-from scaling import optimum as opt
-from scaling import conventions
-from scaling.errors import UserError
+from chinchax.scaling import atomic
+from chinchax.scaling import optimum as opt
+from chinchax.scaling import conventions
+from chinchax.scaling.errors import UserError
 
 __all__ = ["FORM", "SCHEMA", "ScalingLaw", "build_law", "load_law", "save_law", "validate_law"]
 

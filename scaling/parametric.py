@@ -33,8 +33,8 @@ import os
 import numpy as np
 import scipy.optimize
 
-from scaling import optimum
-from scaling.errors import UserError
+from chinchax.scaling import optimum
+from chinchax.scaling.errors import UserError
 
 DEFAULT_DELTA = 1e-3
 AT_BEST_RTOL = 1e-6  # starts within this relative objective gap count as "at best".

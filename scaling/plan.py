@@ -17,12 +17,12 @@ Optional: U unique tokens (scaling.data_constrained) and T inference tokens
 import math
 from typing import Any
 
-from scaling import conventions
-from scaling import data_constrained
-from scaling import inference
-from scaling import optimum as opt
-from scaling.errors import UserError
-from scaling.law import ScalingLaw
+from chinchax.scaling import conventions
+from chinchax.scaling import data_constrained
+from chinchax.scaling import inference
+from chinchax.scaling import optimum as opt
+from chinchax.scaling.errors import UserError
+from chinchax.scaling.law import ScalingLaw
 
 MAX_EPOCHS = 4.0  # Muennighoff et al.: up to ~4 epochs cost about as little as fresh data
 EXTRAPOLATION_WARN = 100.0  # × the largest fitted budget

@@ -18,10 +18,10 @@ from typing import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from scaling import atomic
-from scaling.errors import UserError
-from scaling.isoflop import IsoflopFit, budget_C
-from scaling.runs import Runs, budget_groups
+from chinchax.scaling import atomic
+from chinchax.scaling.errors import UserError
+from chinchax.scaling.isoflop import IsoflopFit, budget_C
+from chinchax.scaling.runs import Runs, budget_groups
 
 FORMATS = ("png", "svg")
 DPI = 150

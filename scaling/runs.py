@@ -35,9 +35,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from scaling import atomic
-from scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
-from scaling.errors import UserError
+from chinchax.scaling import atomic
+from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
+from chinchax.scaling.errors import UserError
 
 RUN_SCHEMA = "chinchax/run/v1"
 SCHEDULES = ("cosine", "wsd", "all")

@@ -30,9 +30,9 @@ from collections.abc import Callable, Sequence
 import jax
 import ml_collections
 
-from scaling import atomic
-from scaling.conventions import Shape
-from scaling.errors import UserError
+from chinchax.scaling import atomic
+from chinchax.scaling.conventions import Shape
+from chinchax.scaling.errors import UserError
 
 EXECUTORS = ("local", "packed", "ray")
 
@@ -65,12 +65,12 @@ def is_wsd(config) -> bool:
 
 def train_job(job: Job, *, devices=None, stop=None, quiet: bool = True) -> dict:
   """train() on the job; an exception becomes a `failed` record (also its result.json)."""
-  from sweeps import run_record  # pylint: disable=g-import-not-at-top
-  from sweeps import train as train_lib  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import run_record  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import train as train_lib  # pylint: disable=g-import-not-at-top
   try:
     if is_wsd(job.config):
       # One stable run and its cooldown branches: the branches are the sweep's records.
-      from sweeps import wsd  # pylint: disable=g-import-not-at-top
+      from chinchax.sweeps import wsd  # pylint: disable=g-import-not-at-top
       out = wsd.train_wsd(job.config, job.workdir, stop=stop, quiet=quiet, devices=devices)
       return {**out["main"], "status": out["status"], "branches": out["branches"]}
     return train_lib.train(job.config, job.workdir, stop=stop, quiet=quiet, devices=devices)
@@ -180,7 +180,7 @@ def _checkpoints_in_turn():
   on 6 packed cells), so `sweeps.checkpoint.Checkpointer` is wrapped for the packed run
   only. Saves of small cells take milliseconds, so the lock costs little.
   """
-  from sweeps import checkpoint  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import checkpoint  # pylint: disable=g-import-not-at-top
   cls, lock = checkpoint.Checkpointer, threading.Lock()
   saved = {name: getattr(cls, name) for name in ("__init__", "maybe_save", "restore_latest",
                                                  "close")}
@@ -205,7 +205,7 @@ def _checkpoints_in_turn():
 
 
 def _ray_task(job: Job, quiet: bool) -> dict:
-  from sweeps import checkpoint  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import checkpoint  # pylint: disable=g-import-not-at-top
   # A flag with no signal handlers: SIGTERM stays Ray's way of ending the worker.
   return train_job(job, stop=checkpoint.StopFlag(), quiet=quiet)
 
@@ -231,7 +231,7 @@ def run_ray(jobs: Sequence[Job], on_result: OnResult, *, address: str = "",
       record = ray.get(ready[0])
     except Exception as e:  # pylint: disable=broad-except
       # The worker died (out of memory, lost node): the cell failed, the sweep goes on.
-      from sweeps import run_record  # pylint: disable=g-import-not-at-top
+      from chinchax.sweeps import run_record  # pylint: disable=g-import-not-at-top
       record = run_record.make(name=job.name, shape=job.shape, D=job.D, status="failed",
                                reason=reason(e), budget=job.budget)
     if record.get("status") == "stopped":

@@ -37,10 +37,10 @@ from collections.abc import Callable, Sequence
 import ml_collections
 import numpy as np
 
-from scaling import conventions
-from scaling.conventions import Shape
-from scaling.errors import UserError
-from sweeps import recipe as recipe_lib
+from chinchax.scaling import conventions
+from chinchax.scaling.conventions import Shape
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import recipe as recipe_lib
 
 ShapeFn = Callable[..., Shape]
 
@@ -120,8 +120,8 @@ def base_config(train: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
 
 def prior_optimum(spec: str) -> Callable[[float], float]:
   """N*(C) of a prior: 'preset:NAME', 'tokens_per_param:R' or a path to a law.json."""
-  from scaling import law as law_lib  # pylint: disable=g-import-not-at-top
-  from scaling import presets  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling import law as law_lib  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling import presets  # pylint: disable=g-import-not-at-top
 
   spec = str(spec).strip()
   if spec.startswith("preset:"):
@@ -231,7 +231,7 @@ def _shape_tag(s: Shape) -> str:
 
 
 def _default_shape_fn() -> ShapeFn:
-  from models import shapes  # pylint: disable=g-import-not-at-top
+  from chinchax.models import shapes  # pylint: disable=g-import-not-at-top
   return shapes.shape_for_params
 
 

@@ -19,7 +19,7 @@ import time
 
 import jax
 
-from scaling import atomic
+from chinchax.scaling import atomic
 
 FLUSH_EVERY_S = 30.0
 

@@ -13,10 +13,10 @@ import json
 import math
 import os
 
-from scaling import atomic
-from scaling import law as law_lib
-from scaling import plan as plan_lib
-from scaling.errors import UserError
+from chinchax.scaling import atomic
+from chinchax.scaling import law as law_lib
+from chinchax.scaling import plan as plan_lib
+from chinchax.scaling.errors import UserError
 
 PLOTS = ("isoflops", "optimal", "law")
 BEYOND = (1e1, 1e2, 1e3, 1e4)  # compute-optimal rows at these multiples of the top budget

@@ -18,7 +18,7 @@ import json
 import os
 import platform
 
-from scaling import atomic, conventions
+from chinchax.scaling import atomic, conventions
 
 SCHEMA = "chinchax/run/v1"
 

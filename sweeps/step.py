@@ -26,10 +26,10 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from models import decoder, sharding
-from models.config import ModelConfig
-from models.sharding import Rules
-from scaling.errors import UserError
+from chinchax.models import decoder, sharding
+from chinchax.models.config import ModelConfig
+from chinchax.models.sharding import Rules
+from chinchax.scaling.errors import UserError
 
 State = dict[str, Any]
 

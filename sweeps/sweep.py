@@ -27,12 +27,12 @@ from typing import Callable
 import jax
 import ml_collections
 
-from models import mesh as mesh_lib
-from models import sharding
-from scaling import atomic
-from scaling.errors import UserError
-from sweeps import checkpoint, data, executors, grid, hardware, run_record
-from sweeps import train as train_lib
+from chinchax.models import mesh as mesh_lib
+from chinchax.models import sharding
+from chinchax.scaling import atomic
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import checkpoint, data, executors, grid, hardware, run_record
+from chinchax.sweeps import train as train_lib
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(__file__), "configs", "smoke.py")
 DEFAULT_WORKDIR = os.path.join("runs", "smoke")
@@ -103,7 +103,7 @@ def with_runner_keys(c: ml_collections.ConfigDict,
 
 def parse_flags(argv: list[str]):
   """(flags, config): `chinchax train`'s flags, with the smoke sweep as default config."""
-  from sweeps import train as train_lib  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import train as train_lib  # pylint: disable=g-import-not-at-top
   return train_lib.parse_flags(argv, "chinchax sweep", DEFAULT_CONFIG, DEFAULT_WORKDIR)
 
 
@@ -193,7 +193,7 @@ def jobs_for(cells: list[grid.Cell], c: ml_collections.ConfigDict,
 def finished_records(job: executors.Job) -> list[dict] | None:
   """The job's records for runs.jsonl when all of it is done, else None."""
   if executors.is_wsd(job.config):
-    from sweeps import wsd  # pylint: disable=g-import-not-at-top
+    from chinchax.sweeps import wsd  # pylint: disable=g-import-not-at-top
     branches = wsd.plan(job.config.wsd.branches, job.config.wsd.decay_fraction,
                         job.config.batch_size * job.config.seq_len,
                         job.config.optimizer.warmup_steps)
@@ -227,8 +227,8 @@ def time_model(c: ml_collections.ConfigDict) -> tuple[Callable[[grid.Cell], floa
 def run_sweep(c: ml_collections.ConfigDict, workdir: str, *, quiet: bool = False,
               stop=None) -> int:
   """Trains every cell not done yet, then fits and reports; returns the exit status."""
-  from scaling import cli_fit  # pylint: disable=g-import-not-at-top
-  from sweeps import report  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.cli import fit as cli_fit  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import report  # pylint: disable=g-import-not-at-top
 
   executors.check(c)
   cells, refusals, _ = prepare(c)

@@ -22,15 +22,15 @@ import jax
 import ml_collections
 import numpy as np
 
-from models import mesh as mesh_lib
-from models import shapes
-from models import sharding
-from models.config import ModelConfig
-from scaling import atomic, conventions
-from scaling.errors import UserError
-from sweeps import checkpoint, data, early_stop, hardware, metrics, optimizer, run_record
-from sweeps import step as step_lib
-from sweeps.data import mixture, seqlen
+from chinchax.models import mesh as mesh_lib
+from chinchax.models import shapes
+from chinchax.models import sharding
+from chinchax.models.config import ModelConfig
+from chinchax.scaling import atomic, conventions
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import checkpoint, data, early_stop, hardware, metrics, optimizer, run_record
+from chinchax.sweeps import step as step_lib
+from chinchax.sweeps.data import mixture, seqlen
 
 BEST_DIR = "checkpoints_best"  # the checkpoint of the lowest eval loss (keep_best / early_stop)
 DEFAULT_CONFIG = os.path.join(os.path.dirname(__file__), "configs", "train.py")
@@ -381,7 +381,7 @@ def _clock(seconds: float) -> str:
 
 
 def _save_branch_point(workdir: str, step: int, state) -> None:
-  from sweeps import wsd  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import wsd  # pylint: disable=g-import-not-at-top
   points = checkpoint.Checkpointer(wsd.branch_points_dir(workdir, step), keep=1)
   points.maybe_save(step, state, force=True)
   points.close()
@@ -465,7 +465,7 @@ def main(argv: list[str]) -> int:
   if not fv.workdir:
     raise UserError("--workdir is required: the folder for checkpoints, metrics and result.json")
   if option(c, "wsd.branches", ()):
-    from sweeps import wsd  # pylint: disable=g-import-not-at-top
+    from chinchax.sweeps import wsd  # pylint: disable=g-import-not-at-top
     record = wsd.train_wsd(c, fv.workdir, quiet=fv.quiet)
     for b in record["branches"]:
       if b.get("status") == "failed":

@@ -27,8 +27,8 @@ import os
 
 import ml_collections
 
-from scaling import atomic
-from scaling.errors import UserError
+from chinchax.scaling import atomic
+from chinchax.scaling.errors import UserError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +105,7 @@ def train_wsd(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=Fa
   Returns {"status", "main": record, "branches": [record, ...]}; status is "stopped" when a
   stop flag interrupted any part (rerun to resume: finished parts are skipped).
   """
-  from sweeps import train as train_lib  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import train as train_lib  # pylint: disable=g-import-not-at-top
 
   branches = plan(c.wsd.branches, c.wsd.decay_fraction, c.batch_size * c.seq_len,
                   c.optimizer.warmup_steps)

@@ -42,9 +42,9 @@ FAILING_CELL = "C3e12-N1.59e5"  # the middle size of the middle budget (shape re
 
 def synthetic_train(c, workdir, *, stop=None, quiet=False, devices=None):
   """train() replaced by the known law L(N, D): the runner, fit and report see real records."""
-  from scaling import conventions  # pylint: disable=g-import-not-at-top
-  from sweeps import run_record  # pylint: disable=g-import-not-at-top
-  from sweeps import train as train_lib  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling import conventions  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import run_record  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import train as train_lib  # pylint: disable=g-import-not-at-top
   del stop, quiet, devices
   if c.name == FAILING_CELL:
     raise RuntimeError("out of memory\nsecond line of the message")
@@ -64,7 +64,7 @@ def synthetic_argv(workdir):
 
 
 def main(workdir: str, executor: str, devices_per_cell: str = "1") -> None:
-  from sweeps import sweep  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import sweep  # pylint: disable=g-import-not-at-top
   t0 = time.time()
   rc = sweep.main(argv(workdir, f"--config.executor={executor}",
                        f"--config.devices_per_cell={devices_per_cell}", "--quiet"))

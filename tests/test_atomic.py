@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from scaling import atomic
-from scaling.errors import UserError
-from sweeps import run_record
+from chinchax.scaling import atomic
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import run_record
 
 from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
 

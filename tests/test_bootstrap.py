@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from scaling import bootstrap, parametric
-from scaling.errors import UserError
+from chinchax.scaling import bootstrap, parametric
+from chinchax.scaling.errors import UserError
 COLUMNS = ("E", "A", "B", "alpha", "beta")
 CHINCHILLA = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sweeps import checkpoint
+from chinchax.sweeps import checkpoint
 
 
 def _state(v):

@@ -6,8 +6,8 @@ import os
 import numpy as np
 import pytest
 
-from scaling import law as law_lib
-from sweeps import cli
+from chinchax.scaling import law as law_lib
+from chinchax.sweeps import cli
 
 TRUTH = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 

@@ -4,8 +4,8 @@ import json
 import os
 import sysconfig
 
-from sweeps import metrics, train
-from sweeps.configs import train as train_config
+from chinchax.sweeps import metrics, train
+from chinchax.sweeps.configs import train as train_config
 
 STDLIB = sysconfig.get_paths()["stdlib"]
 

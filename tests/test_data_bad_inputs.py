@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from scaling.errors import UserError
-from sweeps.data import pipeline
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps.data import pipeline
 
 
 @pytest.fixture(scope="module")

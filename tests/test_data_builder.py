@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
-from scaling.errors import UserError
-from sweeps.data import pipeline
-from sweeps.data import text_builder
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps.data import pipeline
+from chinchax.sweeps.data import text_builder
 
 
 def write_corpus(root, n=40):
@@ -109,7 +109,7 @@ def test_build_runs_with_tensorflow_unimportable(corpus, tmp_path):
       "    if name.split('.')[0] == 'tensorflow': return None\n"
       "    return self.f.find_spec(name, path, target)\n"
       "sys.meta_path[:] = [Hide(f) for f in sys.meta_path]\n"
-      "from sweeps.data import pipeline\n"
+      "from chinchax.sweeps.data import pipeline\n"
       f"ds = pipeline.open_dataset(pipeline.DataConfig(corpus={corpus!r}, "
       f"data_dir={str(tmp_path)!r}, seq_len=16, batch_size=2))\n"
       "print(pipeline.train_batch(ds, 0)['inputs'].shape, 'tensorflow' in sys.modules)\n")

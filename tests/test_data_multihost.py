@@ -11,11 +11,11 @@ from jax.sharding import Mesh
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from scaling.errors import UserError
-from sweeps.data import multihost
-from sweeps.data import packing
-from sweeps.data import pipeline
-from sweeps.data import tokenizers
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps.data import multihost
+from chinchax.sweeps.data import packing
+from chinchax.sweeps.data import pipeline
+from chinchax.sweeps.data import tokenizers
 
 
 def toy(B=8, L=8, T=2000):
@@ -78,8 +78,8 @@ def test_global_batch_on_four_devices_and_indivisible_batch():
   code = (
       "import jax, numpy as np\n"
       "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\n"
-      "from scaling.errors import UserError\n"
-      "from sweeps.data import multihost, packing, pipeline, tokenizers\n"
+      "from chinchax.scaling.errors import UserError\n"
+      "from chinchax.sweeps.data import multihost, packing, pipeline, tokenizers\n"
       "stream = np.arange(3000) % 258\n"
       "def ds(B):\n"
       "  cfg = pipeline.DataConfig(seq_len=8, batch_size=B)\n"

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from scaling.errors import UserError
-from sweeps.data import packing
-from sweeps.data import pipeline
-from sweeps.data import tokenizers
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps.data import packing
+from chinchax.sweeps.data import pipeline
+from chinchax.sweeps.data import tokenizers
 
 
 def _toy_dataset(T=1000, L=8, B=4, seed=0):

@@ -7,9 +7,10 @@ import sysconfig
 
 import pytest
 
-from scaling.errors import UserError
-from sweeps import cli_eval, metrics, train
-from sweeps.configs import train as train_configs
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps.cli import eval as cli_eval
+from chinchax.sweeps import metrics, train
+from chinchax.sweeps.configs import train as train_configs
 
 
 def test_early_stopped_run_then_eval_probe(tmp_path):

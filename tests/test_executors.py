@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from scaling.conventions import Shape
-from sweeps import checkpoint, executors, sweep
-from sweeps import train as train_lib
+from chinchax.scaling.conventions import Shape
+from chinchax.sweeps import checkpoint, executors, sweep
+from chinchax.sweeps import train as train_lib
 
 import sweep_helper
 
@@ -30,7 +30,7 @@ def resumed(tmp_path_factory):
   """A local sweep SIGKILLed once its first cell's result.json appears, then rerun."""
   wd = tmp_path_factory.mktemp("local") / "sweep"
   env = dict(os.environ, PYTHONPATH=ROOT)
-  cmd = [sys.executable, "-m", "sweeps.cli", "sweep", *sweep_helper.argv(str(wd))]
+  cmd = [sys.executable, "-m", "chinchax.sweeps.cli", "sweep", *sweep_helper.argv(str(wd))]
   proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
   deadline = time.time() + 300
@@ -91,7 +91,7 @@ def test_packed_on_8_devices_matches_local(tmp_path, local_losses):
 
 def test_ray_matches_local(tmp_path, local_losses, monkeypatch):
   ray = pytest.importorskip("ray")
-  monkeypatch.setenv("PYTHONPATH", ROOT)  # the workers import sweeps from this checkout
+  monkeypatch.setenv("PYTHONPATH", ROOT)  # the workers import chinchax.sweeps from this checkout
   ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
   try:
     _, c = _config(tmp_path / "ray", "--config.executor=ray")

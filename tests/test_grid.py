@@ -9,12 +9,12 @@ import ml_collections
 import numpy as np
 import pytest
 
-from scaling import conventions
-from scaling import law as law_lib
-from scaling.conventions import Shape
-from scaling.errors import UserError
-from sweeps import grid
-from sweeps import recipe as recipe_lib
+from chinchax.scaling import conventions
+from chinchax.scaling import law as law_lib
+from chinchax.scaling.conventions import Shape
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import grid
+from chinchax.sweeps import recipe as recipe_lib
 
 V, S = 258, 128
 
@@ -318,7 +318,7 @@ SHIPPED = ["smoke", "tiny", "gpu_node", "tpu_v5p"]
 
 def _real_shape_fn():
   try:
-    return importlib.import_module("models.shapes").shape_for_params
+    return importlib.import_module("chinchax.models.shapes").shape_for_params
   except ImportError:
     return None
 
@@ -331,7 +331,7 @@ def test_shipped_configs_make_grids(name, which):
     pytest.skip("models.shapes is not importable")
   if name == "smoke" and which == "stand_in":
     pytest.skip("smoke's sizes (6k-26k) sit below the stand-in recipe's smallest steps")
-  cfg = importlib.import_module(f"sweeps.configs.{name}").get_config(None)
+  cfg = importlib.import_module(f"chinchax.sweeps.configs.{name}").get_config(None)
   cells, refusals = grid.make_grid(cfg, shape_fn=shape_fn)
   budgets = sorted({c.budget for c in cells})
   assert len(budgets) == len(cfg.budgets), refusals

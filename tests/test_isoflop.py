@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from scaling.errors import UserError
-from scaling.isoflop import bootstrap_isoflop, fit_isoflop
-from scaling.runs import make_runs
+from chinchax.scaling.errors import UserError
+from chinchax.scaling.isoflop import bootstrap_isoflop, fit_isoflop
+from chinchax.scaling.runs import make_runs
 
 # The Chinchilla fit (Hoffmann et al. 2022, eq. 10) as the known truth.
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28

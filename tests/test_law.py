@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from scaling import law as law_lib
-from scaling import optimum as opt
-from scaling import presets
-from scaling.errors import UserError
+from chinchax.scaling import law as law_lib
+from chinchax.scaling import optimum as opt
+from chinchax.scaling import presets
+from chinchax.scaling.errors import UserError
 
 from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
 

@@ -4,7 +4,7 @@ resume; TensorBoard events beside it."""
 import json
 import os
 
-from sweeps import metrics
+from chinchax.sweeps import metrics
 
 from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
 

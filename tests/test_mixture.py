@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from scaling.errors import UserError
-from sweeps.data import mixture, packing, pipeline, tokenizers
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps.data import mixture, packing, pipeline, tokenizers
 
 B, L = 64, 8
 

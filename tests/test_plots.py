@@ -5,10 +5,10 @@ import os
 import numpy as np
 import pytest
 
-from scaling import plots
-from scaling.errors import UserError
-from scaling.isoflop import bootstrap_isoflop, fit_isoflop
-from scaling.runs import make_runs
+from chinchax.scaling import plots
+from chinchax.scaling.errors import UserError
+from chinchax.scaling.isoflop import bootstrap_isoflop, fit_isoflop
+from chinchax.scaling.runs import make_runs
 
 from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
 

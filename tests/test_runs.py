@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from scaling.errors import UserError
-from scaling.runs import budget_groups, load_runs, make_runs
+from chinchax.scaling.errors import UserError
+from chinchax.scaling.runs import budget_groups, load_runs, make_runs
 
 from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from scaling import conventions
-from scaling.errors import UserError
-from sweeps import metrics, train
-from sweeps.configs import train as train_configs
-from sweeps.data import packing, pipeline, seqlen, tokenizers
+from chinchax.scaling import conventions
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import metrics, train
+from chinchax.sweeps.configs import train as train_configs
+from chinchax.sweeps.data import packing, pipeline, seqlen, tokenizers
 
 
 def toy(B=4, L=16, T=5000):

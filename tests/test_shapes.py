@@ -5,9 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from models import cli, shapes
-from scaling import conventions
-from scaling.errors import UserError
+from chinchax.models import shapes
+from chinchax.sweeps.cli import models as cli
+from chinchax.scaling import conventions
+from chinchax.scaling.errors import UserError
 
 GRID = np.logspace(5, 11, 4 * 6 + 1)  # 1e5 ... 1e11, four points per decade
 

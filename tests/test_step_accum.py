@@ -9,7 +9,7 @@ import pytest
 
 import accum_check
 import train_util as tu
-from models import mesh as mesh_lib
+from chinchax.models import mesh as mesh_lib
 
 
 def check(m: dict) -> None:

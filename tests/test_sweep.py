@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from scaling import law as law_lib
-from sweeps import cli, grid, sweep
-from sweeps import train as train_lib
-from sweeps.configs import tiny
+from chinchax.scaling import law as law_lib
+from chinchax.sweeps import cli, grid, sweep
+from chinchax.sweeps import train as train_lib
+from chinchax.sweeps.configs import tiny
 
 import sweep_helper
 from sweep_helper import FAILING_CELL, TRUTH, synthetic_argv, synthetic_train

@@ -20,9 +20,9 @@ import os
 
 import pytest
 
-from scaling import law as law_lib
-from sweeps import checkpoint, cli, metrics, sweep
-from sweeps import train as train_lib
+from chinchax.scaling import law as law_lib
+from chinchax.sweeps import checkpoint, cli, metrics, sweep
+from chinchax.sweeps import train as train_lib
 
 import sweep_helper
 from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import

@@ -3,7 +3,7 @@
 import json
 import os
 
-from sweeps import sweep
+from chinchax.sweeps import sweep
 import sweep_helper
 
 

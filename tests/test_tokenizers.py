@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from scaling.errors import UserError
-from sweeps import cli_tokenizer
-from sweeps.data import tokenizers
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps.cli import tokenizer as cli_tokenizer
+from chinchax.sweeps.data import tokenizers
 
 TEXTS = ["", "hello world\n", "naïve café — 東京 🚀\n\tindent", "def f(x):\n    return x  # 42\n"]
 
@@ -93,7 +93,7 @@ def test_sentencepiece_bad_inputs(spm_dir, tmp_path):
 
 def test_pipeline_with_sentencepiece_packs_whole_documents(spm_dir):
   import tensorflow_datasets as tfds
-  from sweeps.data import pipeline
+  from chinchax.sweeps.data import pipeline
   cfg = pipeline.DataConfig(corpus=str(spm_dir / "corpus"), data_dir=str(spm_dir / "tfds"),
                             tokenizer="spm", spm_model=str(spm_dir / "out" / "spm.model"),
                             seq_len=16, batch_size=2, val_fraction=0.3)

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import train_util as tu
-from sweeps import cli
-from sweeps import train
-from sweeps.configs import train as train_config
-from sweeps.data import pipeline
+from chinchax.sweeps import cli
+from chinchax.sweeps import train
+from chinchax.sweeps.configs import train as train_config
+from chinchax.sweeps.data import pipeline
 
 # Every XLA compile in this process, so that a test can show that a refusal came before any.
 COMPILES = []

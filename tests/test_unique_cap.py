@@ -1,7 +1,7 @@
 """`data.unique_tokens_cap` restricts the unique pool to the train stream's first U tokens."""
 
-from sweeps import data, train
-from sweeps.configs import train as train_configs
+from chinchax.sweeps import data, train
+from chinchax.sweeps.configs import train as train_configs
 
 
 def test_cap_restricts_the_pool_to_a_prefix():

@@ -7,9 +7,9 @@ import os
 import numpy as np
 import pytest
 
-from scaling.errors import UserError
-from sweeps import metrics, optimizer, wsd
-from sweeps.configs import train as train_configs
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import metrics, optimizer, wsd
+from chinchax.sweeps.configs import train as train_configs
 
 
 def test_plan_branch_points_are_where_the_wsd_schedule_starts_to_decay():

@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from scaling import cli_fit
-from scaling.errors import UserError
-from scaling.runs import load_runs
+from chinchax.sweeps.cli import fit as cli_fit
+from chinchax.scaling.errors import UserError
+from chinchax.scaling.runs import load_runs
 
 
 def record(name, N, D, loss, schedule):

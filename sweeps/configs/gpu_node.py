@@ -3,7 +3,7 @@ r"""An IsoFLOP sweep from 1e17 to 1e19 FLOPs on one 8-GPU node (H100 80 GB) on C
     chinchax sweep --config=sweeps/configs/gpu_node.py --workdir=/data/chinchax/c4-gpu \
         --config.train.data.spm_model=/data/spm/c4_32k.model
 
-(or `python -m launch.gpu ...`, which sets the XLA environment). With --dry-run it prints the
+(or `python -m chinchax.launch.gpu ...`, which sets the XLA environment). With --dry-run it prints the
 grid and exits:
 
     cell               C            N  d_model x L  heads  d_ff         D    D/N  steps       batch   peak LR  C 6ND  C chinchilla
@@ -33,8 +33,8 @@ equal shard per GPU). Aim a second, larger sweep with `--config.prior=/path/to/l
 
 import ml_collections
 
-from sweeps import grid
-from sweeps.configs import train
+from chinchax.sweeps import grid
+from chinchax.sweeps.configs import train
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:

@@ -38,8 +38,8 @@ says so. Approach 3 fits 5 parameters to 10 runs and is flagged as poorly determ
 
 import ml_collections
 
-from sweeps import grid
-from sweeps.configs import train
+from chinchax.sweeps import grid
+from chinchax.sweeps.configs import train
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:

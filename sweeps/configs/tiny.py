@@ -23,8 +23,8 @@ not a meaningful law.
 
 import ml_collections
 
-from sweeps import grid
-from sweeps.configs import train
+from chinchax.sweeps import grid
+from chinchax.sweeps.configs import train
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:

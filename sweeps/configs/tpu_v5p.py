@@ -1,6 +1,6 @@
 r"""An IsoFLOP sweep from 1e17 to 1e19 FLOPs on a Cloud TPU v5p-32 slice (16 chips, 4 hosts).
 
-    python -m launch.tpu all --name=chinchax-v5p --project=P --zone=Z --accelerator=v5p-32 \
+    python -m chinchax.launch.tpu all --name=chinchax-v5p --project=P --zone=Z --accelerator=v5p-32 \
         --config=sweeps/configs/tpu_v5p.py --workdir=gs://BUCKET/chinchax/c4-v5p \
         --config.train.data.data_dir=gs://BUCKET/tensorflow_datasets \
         --config.train.data.spm_model=/home/$USER/c4_32k.model
@@ -32,7 +32,7 @@ sequences so that each chip holds an equal shard.
 
 import ml_collections
 
-from sweeps.configs import gpu_node
+from chinchax.sweeps.configs import gpu_node
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:

@@ -26,9 +26,9 @@ import os
 
 import numpy as np
 
-from scaling.errors import UserError
-from sweeps.data import packing
-from sweeps.data import pipeline
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps.data import packing
+from chinchax.sweeps.data import pipeline
 
 KINDS = ("stages", "linear", "cosine")
 

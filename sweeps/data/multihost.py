@@ -12,9 +12,9 @@ number of processes. Sequence-axis sharding is handled by JAX from the full-leng
 import jax
 import numpy as np
 
-from scaling.errors import UserError
-from sweeps.data import packing
-from sweeps.data import pipeline
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps.data import packing
+from chinchax.sweeps.data import pipeline
 
 
 def batch_shards(sharding: jax.sharding.Sharding, seq_len: int) -> int:

@@ -29,11 +29,11 @@ from typing import Iterator
 
 import numpy as np
 
-from scaling import atomic
-from scaling.errors import UserError
-from sweeps.data import packing
-from sweeps.data import text_builder
-from sweeps.data import tokenizers
+from chinchax.scaling import atomic
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps.data import packing
+from chinchax.sweeps.data import text_builder
+from chinchax.sweeps.data import tokenizers
 
 DEFAULT_HOME = os.path.join(os.path.expanduser("~"), ".cache", "chinchax")
 _CACHE_FORMAT = "v1"  # bump when the packed-stream layout changes: old caches are not reused

@@ -23,10 +23,10 @@ import dataclasses
 import jax
 import numpy as np
 
-from scaling import conventions
-from scaling.errors import UserError
-from sweeps.data import multihost
-from sweeps.data import pipeline
+from chinchax.scaling import conventions
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps.data import multihost
+from chinchax.sweeps.data import pipeline
 
 
 @dataclasses.dataclass(frozen=True)

@@ -34,7 +34,7 @@ import sysconfig
 
 import tensorflow_datasets as tfds
 
-from scaling.errors import UserError
+from chinchax.scaling.errors import UserError
 
 NAME = "chinchax_text"
 _VERSION = "1.0.0"

@@ -22,7 +22,7 @@ from typing import Iterable, Protocol
 
 import numpy as np
 
-from scaling.errors import UserError
+from chinchax.scaling.errors import UserError
 
 
 class Tokenizer(Protocol):

@@ -12,11 +12,11 @@ model with `DataConfig(tokenizer="spm", spm_model="DIR/spm.model")`.
 import argparse
 import os
 
-from scaling import atomic
-from scaling.errors import UserError
-from sweeps.data import pipeline
-from sweeps.data import text_builder
-from sweeps.data import tokenizers
+from chinchax.scaling import atomic
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps.data import pipeline
+from chinchax.sweeps.data import text_builder
+from chinchax.sweeps.data import tokenizers
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -9,18 +9,18 @@ import importlib
 import os
 import sys
 
-from scaling.errors import UserError
+from chinchax.scaling.errors import UserError
 
 # name -> (module, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "sweep": ("sweeps.sweep", "train a sweep grid (resumable), fit it, write report.md"),
-    "train": ("sweeps.train", "train one model (one sweep cell) end to end"),
-    "fit": ("scaling.cli_fit", "fit scaling laws to runs and write law.json"),
-    "plan": ("scaling.cli_plan", "plan N and D for a compute budget from a law"),
-    "models": ("models.cli", "print the shape recipe's table of model sizes"),
-    "tokenizer": ("sweeps.cli_tokenizer", "train a SentencePiece tokenizer on a corpus"),
-    "eval": ("sweeps.cli_eval", "evaluate a run's checkpoints on extra held-out sets"),
-    "report": ("sweeps.report", "rebuild a sweep workdir's report.md"),
+    "sweep": ("chinchax.sweeps.sweep", "train a sweep grid (resumable), fit it, write report.md"),
+    "train": ("chinchax.sweeps.train", "train one model (one sweep cell) end to end"),
+    "fit": ("chinchax.sweeps.cli.fit", "fit scaling laws to runs and write law.json"),
+    "plan": ("chinchax.sweeps.cli.plan", "plan N and D for a compute budget from a law"),
+    "models": ("chinchax.sweeps.cli.models", "print the shape recipe's table of model sizes"),
+    "tokenizer": ("chinchax.sweeps.cli.tokenizer", "train a SentencePiece tokenizer on a corpus"),
+    "eval": ("chinchax.sweeps.cli.eval", "evaluate a run's checkpoints on extra held-out sets"),
+    "report": ("chinchax.sweeps.report", "rebuild a sweep workdir's report.md"),
 }
 
 USAGE = "usage: chinchax COMMAND [ARGS...]\n\ncommands:\n" + "\n".join(

@@ -9,9 +9,9 @@ import argparse
 
 import numpy as np
 
-from models.shapes import shape_for_params
-from scaling import conventions
-from scaling.errors import UserError
+from chinchax.models.shapes import shape_for_params
+from chinchax.scaling import conventions
+from chinchax.scaling.errors import UserError
 
 HEADER = ("N target", "d_model", "layers", "heads", "d_ff", "N total", "N non-emb",
           "FLOPs/tok 6N", "FLOPs/tok chinchilla")

@@ -14,10 +14,10 @@ import sys
 
 import numpy as np
 
-from scaling import atomic
-from scaling import bootstrap as bootstrap_lib
-from scaling import envelope, isoflop, law as law_lib, optimum, parametric, plots, runs as runs_lib
-from scaling.errors import UserError
+from chinchax.scaling import atomic
+from chinchax.scaling import bootstrap as bootstrap_lib
+from chinchax.scaling import envelope, isoflop, law as law_lib, optimum, parametric, plots, runs as runs_lib
+from chinchax.scaling.errors import UserError
 
 CI_LEVEL = 0.9
 DECADES_TO_SHOW = (0, 1, 2, 3, 4)  # the table's budgets: the largest fitted C × 10^k

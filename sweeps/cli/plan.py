@@ -13,10 +13,10 @@ import math
 import sys
 from typing import Any
 
-from scaling import plan as plan_lib
-from scaling import presets
-from scaling.errors import UserError
-from scaling.law import ScalingLaw
+from chinchax.scaling import plan as plan_lib
+from chinchax.scaling import presets
+from chinchax.scaling.errors import UserError
+from chinchax.scaling.law import ScalingLaw
 
 _SUFFIXES = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 

@@ -21,8 +21,8 @@ import dataclasses
 import json
 import os
 
-from scaling import atomic
-from scaling.errors import UserError
+from chinchax.scaling import atomic
+from chinchax.scaling.errors import UserError
 
 PROBE_FILE = "eval_probe.jsonl"
 
@@ -47,7 +47,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def select_steps(spec: str, saved: list[int], best: list[int]) -> list[tuple[str, int]]:
   """(checkpoint folder, step) pairs for `spec`; refuses steps that were not saved."""
-  from sweeps import train  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import train  # pylint: disable=g-import-not-at-top
   spec = spec.strip()
   if spec == "best":
     if not best:
@@ -92,9 +92,9 @@ def main(argv: list[str]) -> int:
   import jax  # pylint: disable=g-import-not-at-top
   import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
 
-  from models import mesh as mesh_lib, sharding  # pylint: disable=g-import-not-at-top
-  from sweeps import data, optimizer, train  # pylint: disable=g-import-not-at-top
-  from sweeps import step as step_lib  # pylint: disable=g-import-not-at-top
+  from chinchax.models import mesh as mesh_lib, sharding  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import data, optimizer, train  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import step as step_lib  # pylint: disable=g-import-not-at-top
 
   atomic.check_backend(args.workdir)
   workdir = atomic.absolute(args.workdir)

@@ -1,0 +1,27 @@
+"""chinchax: compute-optimal scaling studies in JAX/Flax.
+
+The distribution installs one import name. Its folders in the checkout are
+`scaling/` (chinchax.scaling), `models/` (chinchax.models), `sweeps/` (chinchax.sweeps) and
+`launch/` (chinchax.launch); this file is the package root and the library API.
+"""
+
+import os as _os
+
+# In a checkout the subpackages are this folder's siblings. An installed wheel holds them
+# inside the package and the editable install maps them, so this only serves a checkout on
+# PYTHONPATH without an install (subprocess tests, Ray workers, a device machine).
+_root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+if _os.path.isfile(_os.path.join(_root, "pyproject.toml")) and _os.path.isdir(
+    _os.path.join(_root, "scaling")):
+  __path__.append(_root)  # type: ignore[name-defined]  # pylint: disable=undefined-variable
+
+
+def _version() -> str:
+  from importlib import metadata  # pylint: disable=g-import-not-at-top
+  try:
+    return metadata.version("chinchax")
+  except metadata.PackageNotFoundError:
+    return "unknown"
+
+
+__version__ = _version()
