@@ -1,6 +1,6 @@
 """A fake `gs://` for tests, served from a local folder (no network, no gcsfs).
 
-    from fake_gcs import fake_gcs  # the fixture; the test takes `fake_gcs` as an argument
+    def test_x(fake_gcs): ...  # the fixture is registered in tests/conftest.py
 
 What is replaced, and why:
 

@@ -15,9 +15,9 @@ from chinchax.scaling.conventions import Shape
 from chinchax.sweeps import checkpoint, executors, sweep
 from chinchax.sweeps import train as train_lib
 
-import sweep_helper
+from tests.helpers import sweep_helper
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHAPE = Shape(d_model=64, n_layers=1, n_heads=1, d_ff=64, vocab_size=258, seq_len=64)
 
 
@@ -77,7 +77,7 @@ def test_killed_sweep_resumes_without_retraining_finished_cells(resumed):
 def test_packed_on_8_devices_matches_local(tmp_path, local_losses):
   env = dict(os.environ, PYTHONPATH=ROOT,
              XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
-  out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "sweep_helper.py"),
+  out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "helpers", "sweep_helper.py"),
                         str(tmp_path / "packed"), "packed", "1"],
                        env=env, cwd=ROOT, capture_output=True, text=True, timeout=400)
   assert out.returncode == 0, out.stderr[-3000:]

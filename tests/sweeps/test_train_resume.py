@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-import train_util as tu
+from tests.helpers import train_util as tu
 
 STEPS, EVERY = 24, 8
 OVERRIDES = ("--config.log_every=1", f"--config.checkpoint.every_steps={EVERY}",

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-import train_util as tu
+from tests.helpers import train_util as tu
 from chinchax.sweeps import cli
 from chinchax.sweeps import train
 from chinchax.sweeps.configs import train as train_config

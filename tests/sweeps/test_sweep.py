@@ -12,8 +12,8 @@ from chinchax.sweeps import cli, grid, sweep
 from chinchax.sweeps import train as train_lib
 from chinchax.sweeps.configs import tiny
 
-import sweep_helper
-from sweep_helper import FAILING_CELL, TRUTH, synthetic_argv, synthetic_train
+from tests.helpers import sweep_helper
+from tests.helpers.sweep_helper import FAILING_CELL, TRUTH, synthetic_argv, synthetic_train
 
 
 def test_sweep_end_to_end_fits_the_known_law(tmp_path, monkeypatch, capsys):

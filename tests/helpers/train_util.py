@@ -6,9 +6,9 @@ import subprocess
 import sys
 import sysconfig
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = os.path.join(ROOT, "sweeps", "configs", "train.py") + ":tiny"
-CHILD = os.path.join(ROOT, "tests", "train_child.py")
+CHILD = os.path.join(ROOT, "tests", "helpers", "train_child.py")
 # The top-level standard-library modules: ~200 documents (enough to give both splits some),
 # much cheaper to fingerprint on every run than the whole `stdlib` corpus.
 SMALL_CORPUS = os.path.join(sysconfig.get_paths()["stdlib"], "*.py")

@@ -12,7 +12,6 @@ from chinchax.scaling import optimum as opt
 from chinchax.scaling import presets
 from chinchax.scaling.errors import UserError
 
-from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
 
 THETA = np.array([1.82, 482.0, 2085.0, 0.348, 0.366])  # [E, A, B, alpha, beta]
 

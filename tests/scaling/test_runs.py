@@ -9,7 +9,6 @@ import pytest
 from chinchax.scaling.errors import UserError
 from chinchax.scaling.runs import budget_groups, load_runs, make_runs
 
-from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
 
 # Five done runs at two budgets, one failed; every field the trainer writes.
 RUNS = [

@@ -6,7 +6,6 @@ import os
 
 from chinchax.sweeps import metrics
 
-from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
 
 RUN = "gs://bkt/run"
 

@@ -16,7 +16,7 @@ OVERRIDES = ["--config.budgets=(2e9,)", "--config.sizes=(45376,69952)",
              "--config.min_steps=5", "--config.train.eval_tokens=1024",
              "--config.train.log_every=10", "--config.train.checkpoint.every_steps=4",
              "--config.bootstrap=0"]
-CONFIG = os.path.join(os.path.dirname(__file__), "..", "sweeps", "configs", "tiny.py")
+CONFIG = os.path.join(os.path.dirname(__file__), "..", "..", "sweeps", "configs", "tiny.py")
 
 
 def argv(workdir: str, *more: str) -> list[str]:

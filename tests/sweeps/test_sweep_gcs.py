@@ -24,8 +24,7 @@ from chinchax.scaling import law as law_lib
 from chinchax.sweeps import checkpoint, cli, metrics, sweep
 from chinchax.sweeps import train as train_lib
 
-import sweep_helper
-from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
+from tests.helpers import sweep_helper
 
 URL = "gs://bucket/sweep"
 GCS_HINT = "install the gcs extra: pip install 'chinchax[gcs]'"

@@ -16,7 +16,7 @@ import pytest
 
 from chinchax.launch import gpu, local, steps, tpu
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = "sweeps/configs/chin.py"
 # Overrides a shell would mangle if any level of quoting were wrong.
 OVERRIDES = ["--config.grid.budgets=(1e18, 3e18)", "--config.name=it's \"a\" $HOME; *",

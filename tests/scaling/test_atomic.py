@@ -9,7 +9,6 @@ from chinchax.scaling import atomic
 from chinchax.scaling.errors import UserError
 from chinchax.sweeps import run_record
 
-from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
 
 
 def test_local_write_is_a_rename_and_leaves_no_temporary(tmp_path):

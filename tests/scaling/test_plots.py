@@ -10,7 +10,6 @@ from chinchax.scaling.errors import UserError
 from chinchax.scaling.isoflop import bootstrap_isoflop, fit_isoflop
 from chinchax.scaling.runs import make_runs
 
-from fake_gcs import fake_gcs  # noqa: F401  pylint: disable=unused-import
 
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -4,7 +4,7 @@ import json
 import os
 
 from chinchax.sweeps import sweep
-import sweep_helper
+from tests.helpers import sweep_helper
 
 
 def test_fixed_n_series_as_wsd_branches(tmp_path):

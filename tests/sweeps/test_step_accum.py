@@ -7,8 +7,8 @@ import sys
 import jax
 import pytest
 
-import accum_check
-import train_util as tu
+from tests.helpers import accum_check
+from tests.helpers import train_util as tu
 from chinchax.models import mesh as mesh_lib
 
 
@@ -28,7 +28,7 @@ def test_grad_accum_4_equals_whole_batch_one_device():
 
 def test_grad_accum_4_equals_whole_batch_8_devices(tmp_path):
   env = tu.child_env(str(tmp_path / "xla_cache"), devices=8)
-  p = subprocess.run([sys.executable, "tests/accum_check.py", "2,2,2"], cwd=tu.ROOT, env=env,
+  p = subprocess.run([sys.executable, "tests/helpers/accum_check.py", "2,2,2"], cwd=tu.ROOT, env=env,
                      capture_output=True, text=True, timeout=300)
   assert p.returncode == 0, p.stderr[-3000:]
   m = json.loads(p.stdout.strip().splitlines()[-1])

@@ -20,7 +20,7 @@ from chinchax.scaling.conventions import Shape
 from chinchax.scaling.errors import UserError
 from chinchax.sweeps import step as step_lib
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = Shape(d_model=64, n_layers=2, n_heads=4, d_ff=192, vocab_size=256, seq_len=32)
 N_TINY = 139_584  # scaling.conventions.params(TINY): 2·256·64 + 2·(4·64² + 3·64·192 + 128) + 64
 
@@ -29,7 +29,7 @@ N_TINY = 139_584  # scaling.conventions.params(TINY): 2·256·64 + 2·(4·64² +
 def measured():
   env = {**os.environ, "PYTHONPATH": ROOT, "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
          "JAX_PLATFORMS": "cpu"}
-  proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "sharding_check.py")],
+  proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "helpers", "sharding_check.py")],
                         env=env, capture_output=True, text=True, timeout=600)
   assert proc.returncode == 0, proc.stderr[-3000:]
   return json.loads(proc.stdout.strip().splitlines()[-1])

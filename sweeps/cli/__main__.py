@@ -1,0 +1,5 @@
+"""`python -m chinchax.sweeps.cli ...` is the `chinchax` console script."""
+
+from chinchax.sweeps.cli import main
+
+main()
