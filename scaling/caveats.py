@@ -4,7 +4,7 @@ derived from law.json alone).
 
 Approach 3 is *poorly determined* when any of these holds (issue 12's criteria for a law a
 scientist would believe):
-  * it fits its 5 parameters to fewer than MIN_RUNS runs;
+  * it fits its 5 parameters to fewer than MIN_RUNS = 10 runs;
   * alpha or beta lies outside PLAUSIBLE_EXPONENTS (no language model scales like that);
   * A or B exceeds MAX_COEFFICIENT (the coefficient ran off with its exponent);
   * its interval of a is wider than MAX_A_WIDTH, or that of alpha or beta spans more than
@@ -23,7 +23,7 @@ from typing import Any
 
 from chinchax.scaling import fmt
 
-MIN_RUNS = 15
+MIN_RUNS = 10  # twice the parameters: fewer leave a bootstrap too few distinct points
 PLAUSIBLE_EXPONENTS = (0.05, 1.5)
 MAX_COEFFICIENT = 1e12
 MAX_A_WIDTH = 0.3

@@ -93,6 +93,8 @@ def _interval_block(draws: dict[str, np.ndarray], names, level) -> dict:
 
 
 def _approach3(runs: Runs, o: Options, log) -> tuple[dict, Any, np.ndarray | None]:
+  if len(runs) < 5:
+    raise UserError(f"Approach 3 fits 5 parameters and needs at least 5 runs; got {len(runs)}")
   fit3 = parametric.fit_parametric(runs.N, runs.D, runs.loss, delta=o.delta)
   theta3 = np.array([fit3.E, fit3.A, fit3.B, fit3.alpha, fit3.beta])
   entry = {"E": fit3.E, "A": fit3.A, "B": fit3.B, "alpha": fit3.alpha, "beta": fit3.beta,
@@ -175,7 +177,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
     notes.append(f"{int(repeats.sum())} of {len(all_runs)} runs repeat data (D > U): "
                  "Approaches 1-3 fit the other runs, the data-constrained law fits them all")
 
-  entries, fits, draws, samples3 = {}, {}, {}, None
+  entries, fits, draws, samples3, skipped = {}, {}, {}, None, []
   for name in sorted(wanted, reverse=True):  # 3, then 2, then 1
     try:
       if name == "3":
@@ -187,11 +189,13 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
         if d is not None:
           draws[name] = d
     except UserError as e:
+      why = str(e) if str(e).startswith(f"Approach {name}") else f"Approach {name}: {e}"
       if explicit:
-        raise UserError(f"Approach {name}: {e}") from None
-      notes.append(f"Approach {name} skipped: {e}")
+        raise UserError(why) from None
+      skipped.append(why)
+  notes += [f"skipped: {why}" for why in skipped]
   if not entries and o.base_law is None:
-    raise UserError("no approach could be fitted: " + "; ".join(notes))
+    raise UserError("; ".join(skipped) + "; so no approach could be fitted")
 
   for k in sorted(entries):
     warnings += [f"Approach {k}: {w}" for w in entries[k]["warnings"]]

@@ -74,7 +74,7 @@ def render(result: dict[str, Any]) -> str:
   dc = result["data_constrained"]
   if dc:
     chin, best_dc = dc["chinchilla"], dc["optimal"]
-    where = ("fitted" if dc["source"] == "fitted" else "published, Muennighoff et al. 2023")
+    where = "fitted to runs" if dc["source"] == "fitted" else "the published values"
     ci = dc.get("ci")
     r_d = f"R_D*={fmt.num(dc['R_D_star'])}" + (f" {fmt.interval(ci['R_D_star'])}" if ci else "")
     r_n = f"R_N*={fmt.num(dc['R_N_star'])}" + (f" {fmt.interval(ci['R_N_star'])}" if ci else "")

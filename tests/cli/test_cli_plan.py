@@ -61,7 +61,7 @@ def test_all_sections_with_a_preset(capsys):
   for heading in ("your (N, D)", "data-constrained", "inference-aware", "saving"):
     assert heading in out
   assert "warning: D = 1.4e12 is 4.7 epochs" in out
-  assert "R_D*=15.4, R_N*=5.31, published" in out
+  assert "R_D*=15.4, R_N*=5.31, the published values" in out
   rc, out, _ = run(capsys, *argv, "--json")
   result = json.loads(out)
   assert result["given"]["N"] == 70e9 and result["given"]["D"] == 1.4e12

@@ -42,7 +42,7 @@ def test_fit_from_arrays_recovers_the_law_and_recommends_approach_3(well_determi
   # The file is what the object holds; nothing implausible is reported.
   assert law_lib.load_law(out) == law.to_dict()
   assert not law.approaches["3"]["problems"] and law.doc["fit"]["disagreements"] == []
-  assert "Approach 1 skipped" in law.notes[0]
+  assert law.notes[0].startswith("skipped: Approach 1 needs loss curves")
 
 
 def test_plan_takes_the_law_object_a_path_or_a_preset(well_determined):
