@@ -62,7 +62,10 @@ def _count(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = _Parser(prog="chinchax fit", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+  p = _Parser(prog="chinchax fit", allow_abbrev=False,
+              description=__doc__.split("\n\n")[1].replace("\n", " "),
+              epilog="example: chinchax fit runs/smoke --out=law.json --bootstrap=1000 "
+                     "--plots=plots/")
   p.add_argument("runs", nargs="+", help="sweep workdir, runs.jsonl or CSV (N, D or C, loss)")
   p.add_argument("--out", default="law.json", help="where to write law.json")
   p.add_argument("--approach", default=None,
