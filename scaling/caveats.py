@@ -115,31 +115,29 @@ def recommend(entries: Mapping[str, Mapping[str, Any]], asked: Sequence[str] | N
   if e3 and not e3.get("problems"):
     return "3", ("Approach 3's parametric law is well determined (plausible exponents, "
                  "bounded coefficients, enough runs); it also predicts losses")
-  why3 = f"Approach 3 is poorly determined: {'; '.join(e3['problems'])}" if e3 else ""
   for k in ("2", "1"):
     if k in entries:
       what = {"2": "the IsoFLOP minima", "1": "the loss curves' envelope"}[k]
-      return k, (f"{why3 + '; ' if why3 else ''}Approach {k}'s exponents come from {what} "
-                 "directly")
-  if why3:
-    return "3", (f"the only approach these runs support, and {why3[0].lower()}{why3[1:]}; "
-                 "its law (below) is not to be trusted as the answer")
-  return "3", "the only approach these runs support"
+      return k, (("Approach 3's law is poorly determined (see the warnings); " if e3 else "")
+                 + f"Approach {k}'s exponents come from {what} directly")
+  return "3", "the only approach these runs support, though poorly determined (see the warnings)"
 
 
 def headline(doc: Mapping[str, Any]) -> list[str]:
   """What the data support, first: each approach's a and b with intervals, whether they
   agree, then the law only when it is well determined (else one sentence saying why not)."""
   entries = doc["approaches"]
-  lines = ["compute-optimal exponents, N* ∝ C^a and D* ∝ C^b:"]
+  rows = []
   for k in ("1", "2", "3"):
     e = entries.get(k)
     if not e or e.get("a") is None:
       continue
     ci = e.get("ci") or {}
     level = f" ({fmt.percent(ci['level'])} intervals)" if ci.get("a") else " (no interval)"
-    lines.append(f"  Approach {k}: a = {e['a']:.3f} {fmt.interval(ci.get('a'))}".rstrip()
-                 + f"   b = {e['b']:.3f} {fmt.interval(ci.get('b'))}".rstrip() + level)
+    rows.append(f"  Approach {k}: a = {e['a']:.3f} {fmt.interval(ci.get('a'))}".rstrip()
+                + f"   b = {e['b']:.3f} {fmt.interval(ci.get('b'))}".rstrip() + level)
+  lines = (["compute-optimal exponents, N* ∝ C^a and D* ∝ C^b:"] + rows if rows
+           else ["no approach could be fitted to these runs (see the notes)"])
   with_ci = [k for k, e in entries.items() if (e.get("ci") or {}).get("a")]
   if doc["fit"].get("disagreements"):
     lines.append("  the approaches DISAGREE: their intervals do not overlap (see the warnings)")
@@ -148,11 +146,18 @@ def headline(doc: Mapping[str, Any]) -> list[str]:
   elif len(entries) >= 2:
     lines.append("  agreement not checked: fewer than two approaches have intervals")
   rec, law = doc["recommended"], doc["law"]
-  if law["form"].startswith("E + ") and not (entries.get("3") or {}).get("problems"):
+  problems = (entries.get("3") or {}).get("problems")
+  parametric = law["form"].startswith("E + ")
+  if problems:
+    tail = ("so it is not given as the answer" if not parametric else
+            "and no other approach could be fitted: its numbers are not to be trusted")
+    lines.append(f"Approach 3's parametric law is poorly determined ({'; '.join(problems)}), "
+                 f"{tail}.")
+  if parametric and not problems:
     lines.append(f"law (Approach {law['approach']}): L(N, D) = {fmt.num(law['E'], 4)} + "
                  f"{fmt.num(law['A'], 4)}/N^{law['alpha']:.3f} + "
                  f"{fmt.num(law['B'], 4)}/D^{law['beta']:.3f}")
-  elif not law["form"].startswith("E + "):
+  elif not parametric:
     lines.append(f"law (Approach {law['approach']}): N* = {fmt.num(math.exp(law['log_kN']))}"
                  f"·C^{law['a']:.3f}, D* = {fmt.num(math.exp(law['log_kD']))}·C^{law['b']:.3f}"
                  " (it plans N and D and predicts no loss)")

@@ -81,9 +81,11 @@ def test_one_headline_on_the_console_in_law_json_and_in_report(case, request):
 def test_a_poorly_determined_approach_3_is_said_in_one_sentence(poor):
   law, out = poor["law"], poor["out"]
   assert law["recommended"]["approach"] == "2" and law["law"]["form"].startswith("N* =")
-  (line,) = [l for l in out.splitlines() if l.startswith("recommended:")]
-  assert line.startswith("recommended: Approach 2: Approach 3 is poorly determined: it fits 5 "
-                         "parameters to only 8 runs")
+  (line,) = [l for l in out.splitlines() if l.startswith("Approach 3's parametric law")]
+  assert line == ("Approach 3's parametric law is poorly determined (it fits 5 parameters to "
+                  "only 8 runs (at least 10 needed)), so it is not given as the answer.")
+  assert "recommended: Approach 2: Approach 3's law is poorly determined (see the warnings); " \
+      "Approach 2's exponents come from the IsoFLOP minima directly" in out
   assert "law (Approach 3)" not in out and "law (Approach 2): N* = " in out
   assert "poorly determined: not the answer" in poor["report"]
   assert "| alpha |" in poor["report"]  # its numbers are shown, labelled

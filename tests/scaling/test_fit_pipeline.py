@@ -101,6 +101,33 @@ def test_disagreeing_approaches_are_named_with_both_values():
   assert caveats.agreement(entries) == []  # nothing to compare
 
 
+def test_what_makes_approach_3_poorly_determined():
+  good = {"E": 1.7, "A": 400.0, "B": 410.0, "alpha": 0.34, "beta": 0.28, "warnings": [],
+          "ci": {"level": 0.9, "a": [0.43, 0.47], "alpha": [0.3, 0.4], "beta": [0.25, 0.3]},
+          "bootstrap": {"n_resamples": 100, "dropped": 10}}
+  assert caveats.approach3_problems(good, 10) == []
+  # Issue 12's smoke law: alpha 2.42, and its siblings, one at a time.
+  for change, n, expected in (
+      ({"alpha": 2.42}, 30, "alpha = 2.42 is outside the plausible [0.05, 1.5]"),
+      ({"beta": 0.04}, 30, "beta = 0.04 is outside the plausible [0.05, 1.5]"),
+      ({"A": 3e13}, 30, "A = 3e13 ran away (above 1e12)"),
+      ({}, 9, "it fits 5 parameters to only 9 runs (at least 10 needed)"),
+      ({"ci": {"level": 0.9, "a": [0.17, 0.56]}}, 30,
+       "its 90% interval of a, [0.17, 0.56], is wider than 0.3"),
+      ({"ci": {"level": 0.9, "a": [0.4, 0.5], "beta": [0.05, 0.9]}}, 30,
+       "its interval of beta, [0.05, 0.9], spans more than 10x"),
+      ({"bootstrap": {"n_resamples": 100, "dropped": 11}}, 30,
+       "11 of 100 bootstrap refits gave no law"),
+      ({"warnings": ["E=0.001 ran off to 0"]}, 30, "the fit itself warns (see the warnings)")):
+    assert caveats.approach3_problems({**good, **change}, n) == [expected]
+  poor = {"3": {**good, "problems": ["x"]}}
+  assert caveats.recommend(poor)[0] == "3"  # the only one: kept, and said to be poor
+  assert caveats.recommend({**poor, "1": {}})[0] == "1"
+  assert caveats.recommend({**poor, "1": {}, "2": {}})[0] == "2"
+  assert caveats.recommend({"3": {**good, "problems": []}, "2": {}})[0] == "3"
+  assert caveats.recommend(poor, ["3"]) == ("3", "asked for (--approach=3)")
+
+
 def test_disagreement_reaches_law_json_and_the_headline(monkeypatch):
   real = isoflop.bootstrap_isoflop
 
