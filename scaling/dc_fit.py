@@ -4,19 +4,23 @@ The law (scaling.data_constrained) replaces D and N in L = E + A/N^alpha + B/D^b
 effective values D' and N', with two decay constants R_D* (repeated tokens) and R_N* (excess
 parameters). Two ways to get the base law (E, A, B, alpha, beta):
 
-* `base="given"`: a law.json's parametric law, held fixed; only R_D* and R_N* are fitted
-  (the paper's second stage).
-* `base="joint"`: all seven numbers fitted together, from a start that is Approach 3 on the
+* `joint=False`: a given parametric law (`chinchax fit --base-law=`), held fixed; only R_D*
+  and R_N* are fitted (the paper's second stage).
+* `joint=True`: all seven numbers fitted together, from a start that is Approach 3 on the
   runs that do not repeat data and the best of a small grid of (R_D*, R_N*) for it.
 
 The objective is the summed Huber loss (delta as scaling.parametric) of log L − log loss
 over p = (log E, log A, log B, alpha, beta, log R_D*, log R_N*), minimised by scipy's
 trust-region least squares with its Huber loss (the same objective) and the closed-form
-Jacobian of `residuals_and_jacobian`. Intervals: a pairs bootstrap
-(resample the runs, refit from the full fit) at the requested level. A constant whose
-interval spans more than POORLY_PINNED x is reported as poorly pinned: R_D* is identified only
-by runs that repeat data (D > U), R_N* only by runs larger than compute-optimal for their
-unique tokens (N > N*(min(D, U))).
+Jacobian of `residuals_and_jacobian`. Intervals: a pairs bootstrap (resample the runs,
+refit from the full fit) at the requested level.
+
+R_D* is identified only by runs that repeat data (D > U; without any the fit is refused),
+R_N* only by runs larger than compute-optimal for their unique tokens (N > N*(min(D, U))).
+Without any of those R_N* has no effect on the loss: it is held at the published value
+(scaling.data_constrained.R_N_STAR) with a warning and no interval, because a bootstrap
+started at an arbitrary value would report it as pinned there. A constant whose interval
+spans more than POORLY_PINNED x is reported as poorly pinned.
 """
 
 import numpy as np
@@ -91,10 +95,18 @@ def _minimize(p0, free, N, D, U, log_loss, delta, tol=1e-14) -> tuple[np.ndarray
     p[free] = z
     return p
 
+  cache = {}
+
+  def both(z):  # trf asks for r and J at the same z: compute them once
+    key = z.tobytes()
+    if key not in cache:
+      cache.clear()
+      cache[key] = residuals_and_jacobian(full(z), N, D, U, log_loss)
+    return cache[key]
+
   with np.errstate(all="ignore"):
     res = optimize.least_squares(
-        lambda z: residuals_and_jacobian(full(z), N, D, U, log_loss)[0], p0[free],
-        jac=lambda z: residuals_and_jacobian(full(z), N, D, U, log_loss)[1][:, free],
+        lambda z: both(z)[0], p0[free], jac=lambda z: both(z)[1][:, free],
         bounds=(_BOUNDS[0][free], _BOUNDS[1][free]), loss="huber", f_scale=delta,
         method="trf", x_scale="jac", ftol=tol, xtol=tol, gtol=tol, max_nfev=500)
   r = res.fun

@@ -136,7 +136,7 @@ def test_disagreement_reaches_law_json_and_the_headline(monkeypatch):
     return {**out, "a": out["a"] + 0.1, "b": out["b"] - 0.1}
 
   monkeypatch.setattr(isoflop, "bootstrap_isoflop", shifted)
-  law = chinchax.fit(syn.isoflop(noise=0.002), bootstrap=100)
+  law = chinchax.fit(syn.isoflop(noise=0.002), bootstrap=50)
   (w,) = law.doc["fit"]["disagreements"]
   assert w in law.warnings and "Approaches 2 and 3 disagree: a = " in w
   assert "  the approaches DISAGREE: their intervals do not overlap (see the warnings)" in (
