@@ -2,7 +2,12 @@
 
 The distribution installs one import name. Its folders in the checkout are
 `scaling/` (chinchax.scaling), `models/` (chinchax.models), `sweeps/` (chinchax.sweeps) and
-`launch/` (chinchax.launch); this file is the package root and the library API.
+`launch/` (chinchax.launch); this file is the package root and the library API:
+
+    law = chinchax.fit("runs/smoke", bootstrap=1000, ci=0.9)   # chinchax.scaling.api.fit
+    plan = chinchax.plan(law, flops=1e21)                      # chinchax.scaling.api.plan
+
+`fit` and `plan` are loaded on first use, so `import chinchax` imports neither numpy nor jax.
 """
 
 import os as _os
@@ -25,3 +30,14 @@ def _version() -> str:
 
 
 __version__ = _version()
+
+
+def __getattr__(name: str):
+  if name in ("fit", "plan"):
+    from chinchax.scaling import api  # pylint: disable=g-import-not-at-top
+    return getattr(api, name)
+  raise AttributeError(f"module 'chinchax' has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted([*globals(), "fit", "plan"])

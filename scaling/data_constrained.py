@@ -21,14 +21,12 @@ has kinks (at D = U and at N = N*(U_D)), so `optimum` scans a dense grid before 
 with bounded Brent (scaling.optimum.argmin_1d).
 
 `fit_data_constrained` refits R_D* and R_N* on one's own runs that vary the unique pool U,
-holding the base law theta fixed (the paper's second stage): it minimises the summed Huber loss
-(delta as in `scaling.parametric`) of log L(N, D, U) − log loss over (log R_D*, log R_N*),
-with L-BFGS-B from a small grid of starts. R_D* is identified only by runs that repeat data
-(D > U), R_N* only by runs with N > N*(U_D).
+holding the base law theta fixed (the paper's second stage); scaling.dc_fit holds the fit,
+the joint fit of all seven numbers and the bootstrap. R_D* is identified only by runs that
+repeat data (D > U), R_N* only by runs with N > N*(U_D).
 """
 
 import numpy as np
-from scipy import optimize, special
 
 from chinchax.scaling.errors import UserError
 
@@ -65,9 +63,6 @@ def loss(N, D, U, theta, R_D_star: float = R_D_STAR, R_N_star: float = R_N_STAR)
   return E + A / N_eff**alpha + B / D_eff**beta
 
 
-_law_loss = loss  # `fit_data_constrained` takes an argument named `loss`
-
-
 def optimum(C: float, U: float, theta, R_D_star: float = R_D_STAR,
             R_N_star: float = R_N_STAR) -> dict[str, float | bool]:
   """The (N, D) minimising the data-constrained loss at budget C = 6ND with U unique tokens.
@@ -96,31 +91,18 @@ def optimum(C: float, U: float, theta, R_D_star: float = R_D_STAR,
   }
 
 
-def fit_data_constrained(N, D, U, loss, theta, delta: float = 1e-3) -> dict[str, float | bool]:
+def fit_data_constrained(N, D, U, loss, theta, delta: float = 1e-3) -> dict[str, float]:
   """R_D*, R_N* for runs (N, D, U, loss) under the fixed base law `theta` (E, A, B, alpha, beta).
 
-  Returns R_D_star, R_N_star, the objective at the fit and `converged`.
+  Returns R_D_star, R_N_star and the objective at the fit (scaling.dc_fit, which also fits the
+  base law jointly and gives bootstrap intervals).
   """
+  from chinchax.scaling import dc_fit  # pylint: disable=g-import-not-at-top  (it imports us)
   N, D, U, loss = (np.asarray(x, np.float64) for x in (N, D, U, loss))
   if not (N.shape == D.shape == U.shape == loss.shape) or N.ndim != 1:
     raise UserError("fit_data_constrained: N, D, U and loss must be 1-D and of one length")
   for name, x in (("N", N), ("D", D), ("U", U), ("loss", loss)):
     if not np.all(np.isfinite(x) & (x > 0)):
       raise UserError(f"fit_data_constrained: {name} must be finite and positive")
-  if not np.any(D > U):
-    raise UserError("fit_data_constrained: no run repeats data (D > U); R_D* cannot be fitted "
-                    "without runs whose unique pool is smaller than their tokens")
-  theta = np.asarray(theta, np.float64)
-  log_loss = np.log(loss)
-
-  def objective(log_R):
-    pred = _law_loss(N, D, U, theta, *np.exp(log_R))
-    return float(np.sum(special.huber(delta, np.log(pred) - log_loss)))
-
-  starts = [(np.log(a), np.log(b)) for a in (1.0, 5.0, 30.0) for b in (1.0, 5.0, 30.0)]
-  bounds = [(np.log(1e-2), np.log(1e4))] * 2
-  best = min((optimize.minimize(objective, x0, method="L-BFGS-B", bounds=bounds)
-              for x0 in starts), key=lambda r: r.fun)
-  R_D, R_N = np.exp(best.x)
-  return {"R_D_star": float(R_D), "R_N_star": float(R_N), "objective": float(best.fun),
-          "converged": bool(best.success)}
+  out = dc_fit.fit(N, D, U, loss, theta, joint=False, delta=delta)
+  return {k: out[k] for k in ("R_D_star", "R_N_star", "objective")}

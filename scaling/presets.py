@@ -48,6 +48,8 @@ def preset_dict(name: str) -> dict[str, Any]:
       **spec["params"],
       delta=1e-3,  # both papers fit a Huber loss with delta = 1e-3 on log-loss residuals
       N=_CHINCHILLA_DATA["N"], D=_CHINCHILLA_DATA["D"], C=_CHINCHILLA_DATA["C"],
+      recommended={"approach": "3", "why": f"the published law of {spec['reference']}"},
+      notes=["a published law: no bootstrap draws, so no intervals"],
       extra={"reference": spec["reference"], "preset": name},
   )
   law["data"]["points"] = None  # the ranges above are the paper's, not points we hold

@@ -2,7 +2,11 @@
 
 RUNS is a sweep workdir (its `runs.jsonl`, plus each run's `metrics.jsonl` loss curve when
 present), a `runs.jsonl`, or a CSV with columns `N`, `D` (or `C`), `loss` and optionally
-`budget`, `run`, `status`. Several paths concatenate.
+`budget`, `run`, `status`, `U`. Several paths concatenate.
+
+Unique tokens: `U` is the size of the pool a run's D tokens were drawn from (a CSV's `U`
+column, a record's `unique_tokens`; NaN where unknown). A run with D > U repeats data; such
+runs are what scaling.dc_fit fits R_D* and R_N* on (Muennighoff et al. 2023).
 
 Conventions: N is `total` (`N_total`) or `non_embedding` (`N_non_embedding`) parameters. C is
 `6ND` (6·N·D with N under the chosen parameter convention, so it is recomputed here rather
@@ -25,34 +29,18 @@ ungrouped C and takes every run with C ≤ (1 + BUDGET_RTOL)·that C; such a gro
 nominal budget within the same tolerance of its geometric-mean C.
 """
 
-import csv
 import dataclasses
-import io
-import json
-import math
 import os
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from chinchax.scaling import atomic
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.scaling.errors import UserError
-
-RUN_SCHEMA = "chinchax/run/v1"
+from chinchax.scaling.runs_files import RUN_SCHEMA, Curve, read_csv, read_records  # noqa: F401
 SCHEDULES = ("cosine", "wsd", "all")
 BUDGET_RTOL = 0.05
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Curve:
-  """One run's held-out loss against tokens seen; C = (run's FLOPs per token)·D."""
-
-  name: str
-  N: float
-  D: np.ndarray
-  C: np.ndarray
-  loss: np.ndarray
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -71,6 +59,14 @@ class Runs:
   sources: tuple[str, ...] = ()
   n_failed: int = 0
   schedule: tuple[str, ...] = ()  # per run; empty: all "cosine" (runs made from arrays)
+  U: np.ndarray | None = None  # unique tokens per run; NaN where unknown; None: none known
+
+  @property
+  def repeats(self) -> np.ndarray:
+    """Mask of the runs that repeat data (D > U)."""
+    if self.U is None:
+      return np.zeros(len(self.N), bool)
+    return np.nan_to_num(self.U, nan=np.inf) < self.D
 
   def __len__(self) -> int:
     return len(self.N)
@@ -86,12 +82,13 @@ class Runs:
         self, N=self.N[idx], D=self.D[idx], C=self.C[idx], loss=self.loss[idx],
         budget=self.budget[idx], name=name,
         schedule=tuple(self.schedule[i] for i in idx) if self.schedule else (),
+        U=None if self.U is None else self.U[idx],
         curves=tuple(by_name[n] for n in name if n in by_name))
 
 
 def make_runs(N, D=None, loss=None, *, C=None, budget=None, name=None, curves=(),
-              params="total", flops="6ND", sources=("<arrays>",), n_failed=0) -> Runs:
-  """Runs from arrays (D or C may be left out: D = C/(6N), C = 6·N·D)."""
+              params="total", flops="6ND", sources=("<arrays>",), n_failed=0, U=None) -> Runs:
+  """Runs from arrays (D or C may be left out: D = C/(6N), C = 6·N·D; U: unique tokens)."""
   N = np.asarray(N, np.float64)
   if D is None and C is None:
     raise UserError("runs need D or C for every run")
@@ -103,18 +100,20 @@ def make_runs(N, D=None, loss=None, *, C=None, budget=None, name=None, curves=()
   name = tuple(f"run{i}" for i in range(n)) if name is None else tuple(name)
   if n == 0:
     raise UserError("runs: no runs")
-  for field, x in (("N", N), ("D", D), ("C", C), ("loss", loss), ("budget", budget)):
+  U_ = np.full(n, np.nan) if U is None else np.asarray(U, np.float64)
+  for field, x in (("N", N), ("D", D), ("C", C), ("loss", loss), ("budget", budget),
+                   ("U", U_)):
     if x.shape != (n,):
       raise UserError(f"runs: {field} has shape {x.shape}, expected ({n},) like N")
     bad = ~(np.isfinite(x) & (x > 0))
-    if field == "budget":
-      bad &= ~np.isnan(x)  # NaN: budget unknown
+    if field in ("budget", "U"):
+      bad &= ~np.isnan(x)  # NaN: unknown
     if bad.any():
       i = int(np.flatnonzero(bad)[0])
       raise UserError(f"runs: {field} of run {name[i]!r} must be positive and finite, "
                       f"got {x[i]!r}")
   return Runs(N, D, C, loss, budget, name, tuple(curves), params, flops, tuple(sources),
-              int(n_failed))
+              int(n_failed), U=None if U is None else U_)
 
 
 def budget_groups(runs: Runs, rtol: float = BUDGET_RTOL) -> list[np.ndarray]:
@@ -161,15 +160,15 @@ def load_runs(paths: Sequence[str], params: str = "total", flops: str = "6ND",
   rows, curves, n_failed, names = [], [], 0, set()
   for path in map(os.fspath, paths):
     if atomic.isdir(path):
-      file_rows, file_curves, failed = _read_records(os.path.join(path, "runs.jsonl"), path,
+      file_rows, file_curves, failed = read_records(os.path.join(path, "runs.jsonl"), path,
                                                      params, flops)
     elif not atomic.exists(path):
       raise UserError(f"{path}: no such file or folder")
     elif path.endswith(".jsonl"):
-      file_rows, file_curves, failed = _read_records(path, os.path.dirname(path), params,
+      file_rows, file_curves, failed = read_records(path, os.path.dirname(path), params,
                                                      flops)
     elif path.endswith(".csv"):
-      (file_rows, failed), file_curves = _read_csv(path, flops), []
+      (file_rows, failed), file_curves = read_csv(path, flops), []
     else:
       raise UserError(f"{path}: cannot read this as runs; pass a sweep workdir, a "
                       "runs.jsonl or a .csv")
@@ -192,130 +191,8 @@ def load_runs(paths: Sequence[str], params: str = "total", flops: str = "6ND",
     raise UserError(f"no usable runs in {', '.join(map(os.fspath, paths))} "
                     f"({n_failed} failed runs skipped)")
   col = lambda k: np.array([r[k] for r in rows], np.float64)
+  U = col("U")
   return Runs(col("N"), col("D"), col("C"), col("loss"), col("budget"),
               tuple(r["name"] for r in rows), tuple(curves), params, flops,
-              tuple(map(os.fspath, paths)), n_failed, tuple(r["schedule"] for r in rows))
-
-
-def _positive(where: str, field: str, value: Any) -> float:
-  try:
-    x = float(value)
-  except (TypeError, ValueError):
-    raise UserError(f"{where}: {field} is not a number: {value!r}") from None
-  if not (math.isfinite(x) and x > 0):
-    raise UserError(f"{where}: {field} must be a positive finite number, got {value!r}")
-  return x
-
-
-def _text(path: str, encoding: str = "utf-8", what: str = "") -> str:
-  try:
-    data = atomic.read_bytes(path)
-    text = None if data is None else data.decode(encoding)
-  except (OSError, UnicodeDecodeError) as e:
-    raise UserError(f"{path}: cannot read{what}: {e}") from None
-  if text is None:
-    raise UserError(f"{path}: not found; a sweep workdir holds runs.jsonl once a run finishes")
-  return text
-
-
-def _lines(path: str) -> list[str]:
-  return _text(path).splitlines()
-
-
-def _json_lines(path: str):
-  for i, line in enumerate(_lines(path), 1):
-    if line.strip():
-      try:
-        obj = json.loads(line)
-      except json.JSONDecodeError as e:
-        raise UserError(f"{path}:{i}: not valid JSON ({e.msg})") from None
-      if not isinstance(obj, dict):
-        raise UserError(f"{path}:{i}: expected a JSON object per line")
-      yield f"{path}:{i}", obj
-
-
-def _read_records(path: str, workdir: str, params: str, flops: str):
-  latest = {}
-  for where, rec in _json_lines(path):
-    if rec.get("schema") != RUN_SCHEMA:
-      raise UserError(f"{where}: schema is {rec.get('schema')!r}, expected {RUN_SCHEMA!r}")
-    if not isinstance(rec.get("name"), str) or not rec["name"]:
-      raise UserError(f"{where}: record has no name")
-    if rec.get("status") not in ("done", "failed"):
-      raise UserError(f"{where}: status is {rec.get('status')!r}, expected 'done' or 'failed'")
-    latest.pop(rec["name"], None)  # a re-run moves to the end, keeping the log's order
-    latest[rec["name"]] = (where, rec)
-  if not latest:
-    raise UserError(f"{path}: no runs in it")
-  rows, curves, failed = [], [], 0
-  for where, rec in latest.values():
-    if rec["status"] == "failed":
-      failed += 1
-      continue
-    n_key = "N_total" if params == "total" else "N_non_embedding"
-    get = lambda k: _positive(f"{where} ({rec['name']})", k, rec.get(k))
-    N, D, loss = get(n_key), get("D"), get("eval_loss")
-    C = 6.0 * N * D if flops == "6ND" else get("flops_chinchilla")
-    budget = math.nan if rec.get("budget") is None else get("budget")
-    rows.append(dict(name=rec["name"], N=N, D=D, C=C, loss=loss, budget=budget,
-                     schedule=str(rec.get("schedule") or "cosine")))
-    if rec.get("curve"):
-      curve_path = os.path.join(workdir, rec["name"], rec["curve"])
-      if atomic.exists(curve_path):
-        curves.append(_read_curve(curve_path, rec["name"], N, C / D))
-  return rows, curves, failed
-
-
-def _read_curve(path: str, name: str, N: float, flops_per_token: float) -> Curve:
-  by_tokens = {}
-  for where, m in _json_lines(path):
-    if m.get("eval_loss") is None:
-      continue
-    if m.get("tokens") == 0:
-      continue  # the step-0 eval has no C on a log axis
-    tokens = _positive(where, "tokens", m.get("tokens"))
-    by_tokens[tokens] = _positive(where, "eval_loss", m["eval_loss"])  # a resume's redo wins
-  D = np.array(sorted(by_tokens), np.float64)
-  loss = np.array([by_tokens[t] for t in sorted(by_tokens)], np.float64)
-  return Curve(name, N, D, flops_per_token * D, loss)
-
-
-def _read_csv(path: str, flops: str):
-  text = _text(path, encoding="utf-8-sig", what=" as CSV")  # -sig: a spreadsheet's BOM
-  try:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = [h.strip() for h in (reader.fieldnames or [])]
-    records = [(reader.line_num, r) for r in reader]
-  except csv.Error as e:
-    raise UserError(f"{path}: cannot read as CSV: {e}") from None
-  for need in ("N", "loss"):
-    if need not in header:
-      raise UserError(f"{path}: missing column {need!r} (columns: {', '.join(header)})")
-  if "D" not in header and "C" not in header:
-    raise UserError(f"{path}: needs a column 'D' (tokens) or 'C' (FLOPs); "
-                    f"columns: {', '.join(header)}")
-  if flops == "chinchilla" and "C" not in header:
-    raise UserError(f"{path}: --flops=chinchilla needs a 'C' column; a CSV without one "
-                    "can only give C = 6ND")
-  if not records:
-    raise UserError(f"{path}: no rows")
-  rows, failed, base = [], 0, os.path.basename(path)
-  for line, raw in records:
-    r = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}
-    where = f"{path}:{line}"
-    if r.get("status", "done") == "failed":
-      failed += 1
-      continue
-    N, loss = _positive(where, "N", r["N"]), _positive(where, "loss", r["loss"])
-    D = _positive(where, "D", r["D"]) if r.get("D") else None
-    C = _positive(where, "C", r["C"]) if r.get("C") else None
-    if D is None and C is None:
-      raise UserError(f"{where}: neither D nor C is given")
-    D = C / (6.0 * N) if D is None else D
-    C = 6.0 * N * D if C is None else C
-    budget = _positive(where, "budget", r["budget"]) if r.get("budget") else math.nan
-    rows.append(dict(name=r.get("run") or f"{base}:{line}", N=N, D=D, C=C, loss=loss,
-                     budget=budget, schedule=r.get("schedule") or "cosine"))
-  if len({r["name"] for r in rows}) < len(rows):
-    raise UserError(f"{path}: the 'run' column repeats a name; give each row its own")
-  return rows, failed
+              tuple(map(os.fspath, paths)), n_failed, tuple(r["schedule"] for r in rows),
+              U=None if np.all(np.isnan(U)) else U)

@@ -2,10 +2,12 @@
 
 The report, in order: the runs (one row per cell: C, N, shape, D, D/N, steps, status, eval
 loss, time), the per-budget IsoFLOP minima (the best measured run of each budget, and
-Approach 2's parabola minimum where the fit has it), the fitted law L(N, D) = E + A/N^alpha +
-B/D^beta with its bootstrap intervals, the exponents a, b of N* ∝ C^a, D* ∝ C^b per approach
-with intervals, the compute-optimal N*, D* for budgets beyond the sweep (`scaling.plan`), and
-links to the plots. `chinchax sweep` writes it at the end; this command rebuilds it.
+Approach 2's minimum where the fit has it), the fit's headline and caveats exactly as
+`chinchax fit` prints them (scaling.caveats, from law.json), Approach 3's L(N, D) = E +
+A/N^alpha + B/D^beta with its bootstrap intervals, the exponents a, b of N* ∝ C^a,
+D* ∝ C^b per approach with intervals, the data-constrained R_D*, R_N* when fitted, the
+compute-optimal N*, D* for budgets beyond the sweep (`scaling.plan`), and links to the
+plots. `chinchax sweep` writes it at the end; this command rebuilds it.
 """
 
 import argparse
@@ -14,7 +16,9 @@ import math
 import os
 
 from chinchax.scaling import atomic
+from chinchax.scaling import caveats
 from chinchax.scaling import law as law_lib
+from chinchax.scaling import law_schema
 from chinchax.scaling import plan as plan_lib
 from chinchax.scaling.errors import UserError
 
@@ -90,25 +94,41 @@ def minima_section(records: list[dict], law: dict | None) -> list[str]:
 
 
 def law_section(law: dict) -> list[str]:
-  p, ci = law["law"], law.get("ci") or {}
+  """The headline and caveats of `chinchax fit` (scaling.caveats), then the numbers."""
   out = ["## Fitted law", "",
-         f"L(N, D) = E + A / N^alpha + B / D^beta, loss in {law['conventions']['loss']}, "
-         f"N {law['conventions']['params']} parameters, C by {law['conventions']['flops']}, "
-         f"fitted on {law['data']['points']} runs."]
-  level = f"{ci['level']:.0%} bootstrap interval" if ci else "no bootstrap"
-  out += [""] + _table(["", "value", level],
-                       [[k, _g(p[k], ".4g"), _ci(ci.get(k), ".4g").strip() or "–"]
-                        for k in ("E", "A", "B", "alpha", "beta")])
-  out += [f"- warning: {w}" for w in law["fit"].get("warnings", [])]
+         f"Loss in {law['conventions']['loss']}, N {law['conventions']['params']} parameters, "
+         f"C by {law['conventions']['flops']}, fitted on {law['data']['points']} runs.", "",
+         "```"] + caveats.headline(law) + ["```", ""]
+  if law["warnings"] or law["notes"]:
+    out += ["### Caveats", ""] + [f"- warning: {w}" for w in law["warnings"]]
+    out += [f"- note: {n}" for n in law["notes"]] + [""]
+  e3 = law["approaches"].get("3")
+  p, ci = (law["law"], law.get("ci") or {}) if "E" in law["law"] else (e3, (e3 or {}).get("ci")
+                                                                     or {})
+  if p:
+    state = ("" if "E" in law["law"] and not (e3 or {}).get("problems")
+             else " (poorly determined: not the answer)")
+    level = f"{ci['level']:.0%} bootstrap interval" if ci else "no bootstrap"
+    out += [f"L(N, D) = E + A / N^alpha + B / D^beta{state}:", ""]
+    out += _table(["", "value", level],
+                  [[k, _g(p[k], ".4g"), _ci(ci.get(k), ".4g").strip() or "–"]
+                   for k in ("E", "A", "B", "alpha", "beta")]) + [""]
   rows = []
   for name in ("1", "2", "3"):
     a = law.get("approaches", {}).get(name)
-    if a:
+    if a and a.get("a") is not None:
       c = a.get("ci") or {}
-      rows.append([f"Approach {name}", f"{a['a']:.3f}{_ci(c.get('a'))}",
-                   f"{a['b']:.3f}{_ci(c.get('b'))}"])
-  out += ["", "Compute-optimal exponents, N* ∝ C^a and D* ∝ C^b:", ""]
+      rows.append([f"Approach {name}" + (" (recommended)" if law["recommended"]["approach"]
+                                          == name else ""),
+                   f"{a['a']:.3f}{_ci(c.get('a'))}", f"{a['b']:.3f}{_ci(c.get('b'))}"])
+  out += ["Compute-optimal exponents, N* ∝ C^a and D* ∝ C^b:", ""]
   out += _table(["approach", "a", "b"], rows)
+  dc = law.get("data_constrained")
+  if dc:
+    c = dc.get("ci") or {}
+    out += ["", f"Data-constrained law (Muennighoff et al. 2023): R_D* = {dc['R_D_star']:.3g}"
+            f"{_ci(c.get('R_D_star'), '.3g')}, R_N* = {dc['R_N_star']:.3g}"
+            f"{_ci(c.get('R_N_star'), '.3g')}."]
   return out
 
 
@@ -152,7 +172,7 @@ def write_report(workdir: str, fit_error: str | None = None) -> str:
   law = None
   if law_text is not None:
     try:
-      law = law_lib.validate_law(json.loads(law_text))
+      law = law_schema.read(json.loads(law_text))
     except (json.JSONDecodeError, UserError) as e:
       raise UserError(f"{law_path}: {e}") from None
   text = render(records, law, workdir, fit_error)

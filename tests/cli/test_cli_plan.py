@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from chinchax.scaling import fmt
 from chinchax.scaling import law as law_lib
 from chinchax.scaling import presets
 from chinchax.sweeps import cli
@@ -33,8 +34,11 @@ def test_table_for_a_budget(capsys, law_path):
   rc, out, err = run(capsys, f"--law={law_path}", "--flops=1e21")
   assert rc == 0 and err == ""
   N, D = law_lib.ScalingLaw.load(law_path).optimum(1e21)
-  assert "parameters N*" in out and f"{N:.3g}" in out and f"{D:.3g}" in out
-  assert "95% interval" in out
+  assert "parameters N*" in out and f"{fmt.num(N)} (" in out and f"{fmt.num(D)} (" in out
+  assert "90% interval" in out and "e+" not in out  # numbers read 1.2e12, not 1.2e+12
+  rc, out, _ = run(capsys, f"--law={law_path}", "--flops=1e21", "--ci=0.5")
+  lo, hi = law_lib.ScalingLaw.load(law_path).interval("N", 1e21, level=0.5)
+  assert "50% interval" in out and fmt.interval((lo, hi)) in out
 
 
 def test_json_for_a_budget(capsys, law_path):
@@ -56,7 +60,8 @@ def test_all_sections_with_a_preset(capsys):
   assert rc == 0
   for heading in ("your (N, D)", "data-constrained", "inference-aware", "saving"):
     assert heading in out
-  assert "warning: D = 1.4e+12 is 4.7 epochs" in out
+  assert "warning: D = 1.4e12 is 4.7 epochs" in out
+  assert "R_D*=15.4, R_N*=5.31, the published values" in out
   rc, out, _ = run(capsys, *argv, "--json")
   result = json.loads(out)
   assert result["given"]["N"] == 70e9 and result["given"]["D"] == 1.4e12
@@ -69,7 +74,7 @@ def test_all_sections_with_a_preset(capsys):
 def test_inconsistent_triple_is_reported(capsys):
   rc, out, _ = run(capsys, "--preset=hoffmann2022", "--params=1e9", "--tokens=2e10",
                    "--flops=5e20")
-  assert rc == 0 and "using the consistent value C = 1.2e+20" in out
+  assert rc == 0 and "using the consistent value C = 1.2e20" in out
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -81,6 +86,8 @@ def test_inconsistent_triple_is_reported(capsys):
     (["--preset=hoffmann2022", "--flops=1e21", "--bogus"], "unrecognized arguments: --bogus"),
     (["--preset=kaplan", "--flops=1e21"], "unknown preset 'kaplan'"),
     (["--law=/nonexistent/law.json", "--flops=1e21"], "cannot read law file"),
+    (["--preset=hoffmann2022", "--flops=1e21", "--ci=90"], "must be strictly between 0 and 1"),
+    (["--preset=hoffmann2022", "--flop=1e21"], "unrecognized arguments: --flop=1e21"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, argv, message):
   rc, out, err = run(capsys, *argv)
@@ -101,3 +108,18 @@ def test_broken_law_file_exits_2_naming_the_field(capsys, law_path):
 def test_help_exits_0(capsys):
   rc, out, _ = run(capsys, "--help")
   assert rc == 0 and "--unique-tokens" in out
+
+
+def test_extrapolated_plan_prints_the_factors_and_an_in_range_one_does_not(capsys, law_path):
+  # The law was fitted on N in [1e7, 1e9], D in [1e9, 1e11], C in [6e16, 6e20].
+  rc, out, _ = run(capsys, f"--law={law_path}", "--params=1.7e10", "--tokens=1e11")
+  assert rc == 0
+  (warning,) = [l for l in out.splitlines() if l.startswith("warning:")]
+  assert "extrapolates beyond the fitted runs by N 17x, D inside, C 17x" in warning
+  assert "N [1e7, 1e9] (17x outside)" in out
+  rc, out, _ = run(capsys, f"--law={law_path}", "--params=3e8", "--tokens=3e10", "--json")
+  plan = json.loads(out)
+  assert plan["warnings"] == [] and plan["extrapolation"]["factors"] == {"N": 1, "D": 1,
+                                                                          "C": 1}
+  lo, hi = plan["given"]["loss_interval"]
+  assert lo < plan["given"]["loss"] < hi

@@ -1,4 +1,4 @@
-"""law.json, ScalingLaw, presets and the closed-form optimum (scaling.optimum)."""
+"""law.json (v2, and v1 read), ScalingLaw of both forms, presets, the closed-form optimum."""
 
 import json
 import math
@@ -97,17 +97,21 @@ def test_build_law_ci_and_table_from_samples():
   doc = synthetic_law()
   samples = np.asarray(doc["bootstrap"]["samples"])
   assert samples.shape == (64, 5) and doc["bootstrap"]["n"] == 64
+  assert doc["ci"]["level"] == 0.9  # the default level
   for i, name in enumerate(opt.PARAM_NAMES):
     lo, hi = doc["ci"][name]
-    assert lo == pytest.approx(np.percentile(samples[:, i], 2.5))
-    assert hi == pytest.approx(np.percentile(samples[:, i], 97.5))
+    assert lo == pytest.approx(np.percentile(samples[:, i], 5))
+    assert hi == pytest.approx(np.percentile(samples[:, i], 95))
   a_S = samples[:, 4] / (samples[:, 3] + samples[:, 4])
-  assert doc["ci"]["a"] == pytest.approx(np.percentile(a_S, [2.5, 97.5]).tolist())
+  assert doc["ci"]["a"] == pytest.approx(np.percentile(a_S, [5, 95]).tolist())
   assert doc["data"]["points"] == 30 and doc["data"]["N"] == [1e7, 1e9]
   assert doc["data"]["C"][1] == pytest.approx(6 * 1e9 * 3e10)
   for row in doc["optimal"]["tokens_per_param"]:
     N_ref, D_ref, _ = brute_force_optimum(row["C"], THETA)
     assert row["tokens_per_param"] == pytest.approx(D_ref / N_ref, rel=1e-5)
+    # The table's intervals of N*: the draws' optima, one by one.
+    N_S = [brute_force_optimum(row["C"], s)[0] for s in samples]
+    assert row["N_ci"] == pytest.approx(np.percentile(N_S, [5, 95]).tolist(), rel=1e-5)
 
 
 def test_samples_are_rounded_and_failed_refits_dropped():
@@ -144,14 +148,21 @@ def test_intervals_at_any_budget_match_a_loop_over_samples():
   C = 3.3e23  # far from any tabulated budget
   N_S = np.array([brute_force_optimum(C, s)[0] for s in law.samples])
   lo, hi = law.interval("N", C)
-  assert lo == pytest.approx(np.percentile(N_S, 2.5), rel=1e-5)
-  assert hi == pytest.approx(np.percentile(N_S, 97.5), rel=1e-5)
-  lo90, hi90 = law.interval("N", C, level=0.9)
-  assert lo < lo90 < hi90 < hi
+  assert lo == pytest.approx(np.percentile(N_S, 5), rel=1e-5)
+  assert hi == pytest.approx(np.percentile(N_S, 95), rel=1e-5)
+  lo99, hi99 = law.interval("N", C, level=0.99)  # any level
+  assert lo99 == pytest.approx(np.percentile(N_S, 0.5), rel=1e-5)
+  assert lo99 < lo < hi < hi99
   L_lo, L_hi = law.predict_interval(1e9, 2e10)
   L_S = chinchilla_loss(1e9, 2e10, *law.samples.T)
-  assert (L_lo, L_hi) == pytest.approx(tuple(np.percentile(L_S, [2.5, 97.5])))
+  assert (L_lo, L_hi) == pytest.approx(tuple(np.percentile(L_S, [5, 95])))
+  L_lo, L_hi = law.predict_interval(1e9, 2e10, level=0.5)
+  assert (L_lo, L_hi) == pytest.approx(tuple(np.percentile(L_S, [25, 75])))
+  with pytest.raises(UserError, match="strictly between 0 and 1"):
+    law.interval("N", C, level=90)
   assert presets.preset("hoffmann2022").interval("N", C) is None
+  assert law.interval("loss", C, level=0.9) == pytest.approx(
+      tuple(np.percentile(opt.optimal_loss(C, law.samples), [5, 95])))
 
 
 def _break(doc, dotted, value):
@@ -175,7 +186,12 @@ def _break(doc, dotted, value):
     ("law.E", True, "law.E: expected a non-negative finite number, got true"),
     ("ci", KeyError, "missing top-level key ci"),
     ("law.B", KeyError, "law: missing key B"),
-    ("schema", "chinchax/law/v0", "schema: expected 'chinchax/law/v1'"),
+    ("schema", "chinchax/law/v0", "schema: expected 'chinchax/law/v2' (or 'chinchax/law/v1')"),
+    ("warnings", "none", "warnings: expected a list of strings"),
+    ("recommended.approach", "4", "recommended.approach: expected one of 1, 2, 3"),
+    ("recommended", KeyError, "missing top-level key recommended"),
+    ("bootstrap.columns", ["a", "b", "log_kN", "log_kD"], "bootstrap.columns: expected"),
+    ("approaches.1.ci", {"level": 0.9, "a": [0.6, 0.5]}, "approaches.1.ci.a: lower end"),
     ("ci.alpha", [0.4, 0.3], "ci.alpha: lower end 0.4 is above upper end 0.3"),
     ("ci.level", 95, "ci.level: expected a number strictly between 0 and 1"),
     ("ci.a", [0.5], "ci.a: expected an interval [lo, hi]"),
@@ -270,3 +286,72 @@ def test_round_trip_through_a_gs_bucket(fake_gcs):  # noqa: F811
   assert law_lib.ScalingLaw.load("gs://bkt/fits/law.json").to_dict() == doc
   with pytest.raises(UserError, match="cannot read law file gs://bkt/nope.json"):
     law_lib.load_law("gs://bkt/nope.json")
+
+
+# ---------------------------------------------------------------------------- v1, power form
+
+
+def test_a_v1_file_is_read_as_v2(tmp_path):
+  """A law.json of schema v1 (before warnings and recommendations) loads, upgraded."""
+  doc = synthetic_law(fit_warnings=["E=1.8 is not below the smallest observed loss 1.7"])
+  v1 = {k: doc[k] for k in ("law", "ci", "optimal", "approaches", "conventions", "fit", "data",
+                            "bootstrap", "provenance")}
+  v1["schema"] = "chinchax/law/v1"
+  del v1["law"]["approach"]
+  for key in ("kind", "columns"):
+    del v1["bootstrap"][key]
+  path = tmp_path / "v1.json"
+  path.write_text(json.dumps(v1))
+  law = law_lib.ScalingLaw.load(path)
+  assert law.doc["schema"] == "chinchax/law/v2" and law.recommended["approach"] == "3"
+  assert law.warnings == ["Approach 3: E=1.8 is not below the smallest observed loss 1.7"]
+  assert (law.E, law.alpha) == (doc["law"]["E"], doc["law"]["alpha"])
+  np.testing.assert_array_equal(law.samples, np.asarray(doc["bootstrap"]["samples"]))
+  assert law_lib.load_law(path)["notes"][0].startswith("read from a chinchax/law/v1 file")
+  law.save(tmp_path / "v2.json")  # written back as v2
+  assert json.loads((tmp_path / "v2.json").read_text())["schema"] == "chinchax/law/v2"
+  broken = dict(v1, law={"form": v1["law"]["form"], "E": 1.0})
+  path.write_text(json.dumps(broken))
+  with pytest.raises(UserError, match="v1.json: law: missing keys A, B, alpha, beta"):
+    law_lib.load_law(path)
+
+
+P = np.array([0.46, 0.54, -1.2, 1.0])  # a, b, log_kN, log_kD
+
+
+def power_law(**kw):
+  rng = np.random.default_rng(3)
+  samples = P + np.array([0.02, 0.02, 0.3, 0.3]) * rng.standard_normal((80, 4))
+  return law_lib.build_power_law(a=P[0], b=P[1], log_kN=P[2], log_kD=P[3], samples=samples,
+                                 seed=3, N=[1e6, 1e8], D=[1e8, 1e10], **kw)
+
+
+def test_an_allocation_law_plans_n_and_d_and_refuses_losses(tmp_path):
+  doc = power_law(bootstrap_kind="residual")
+  assert doc["law"]["form"] == "N* = k_N·C^a, D* = k_D·C^b" and doc["law"]["approach"] == "2"
+  assert doc["bootstrap"]["columns"] == ["a", "b", "log_kN", "log_kD"]
+  assert doc["bootstrap"]["kind"] == "residual" and doc["optimal"]["a"] == P[0]
+  law_lib.save_law(tmp_path / "law.json", doc)
+  law = law_lib.ScalingLaw.load(tmp_path / "law.json")
+  assert not law.predicts_loss and law.approach == "2"
+  C = 3e21
+  N, D = law.optimum(C)
+  assert N == pytest.approx(math.exp(P[2]) * C**P[0], rel=1e-12)
+  assert D == pytest.approx(math.exp(P[3]) * C**P[1], rel=1e-12)
+  assert law.budget_for_params(N) == pytest.approx(C, rel=1e-10)
+  assert law.budget_for_tokens(D) == pytest.approx(C, rel=1e-10)
+  N_S = [math.exp(s[2]) * C**s[0] for s in law.samples]
+  assert law.interval("N", C) == pytest.approx(tuple(np.percentile(N_S, [5, 95])), rel=1e-9)
+  for ask in (lambda: law.predict(1e9, 1e10), lambda: law.optimal_loss(C),
+              lambda: law.predict_interval(1e9, 1e10), lambda: law.E):
+    with pytest.raises(UserError, match="comes from Approach 2.*predicts no loss"):
+      ask()
+  table = doc["optimal"]["tokens_per_param"]
+  assert all(row["loss"] is None for row in table)
+  with pytest.raises(UserError, match=r"law: missing keys a, b, log_kN, log_kD"):
+    law_lib.validate_law(_break(doc, "law.form", "N* = k_N·C^a, D* = k_D·C^b") | {
+        "law": {"form": "N* = k_N·C^a, D* = k_D·C^b"}})
+  with pytest.raises(UserError, match=r"optimal.a: .* does not match law.a"):
+    law_lib.validate_law(_break(doc, "optimal.a", 0.5))
+  with pytest.raises(UserError, match=r"bootstrap.samples\[2\]: expected 4 values"):
+    law_lib.validate_law(_break(doc, "bootstrap.samples.2", [0.5, 0.5, 1.0]))

@@ -13,6 +13,7 @@ import pytest
 from scipy import optimize
 
 from chinchax.scaling import data_constrained
+from chinchax.scaling import fmt
 from chinchax.scaling import inference
 from chinchax.scaling import law as law_lib
 from chinchax.scaling import plan as plan_lib
@@ -101,7 +102,7 @@ def test_any_two_give_the_third():
   assert close["warnings"] == [] and close["budget"]["C"] == pytest.approx(1.2e20)
   far = plan_lib.plan(law, N=1e9, D=2e10, C=2e20)
   assert far["budget"]["C"] == pytest.approx(1.2e20)
-  assert any("differs from 6·N·D = 1.2e+20" in w for w in far["warnings"])
+  assert any("differs from 6·N·D = 1.2e20" in w for w in far["warnings"])
 
 
 def test_params_alone_plans_the_budget_where_they_are_optimal():
@@ -129,21 +130,83 @@ def test_bad_inputs_are_user_errors():
 # ---------------------------------------------------------------------------- extrapolation
 
 
-def test_extrapolation_warning_with_and_without_interval():
-  out = plan_lib.plan(presets.preset("hoffmann2022"), C=1e25)
-  (w,) = out["warnings"]
-  assert "1e+03× beyond the largest fitted budget (1e+22" in w and "no bootstrap" in w
-  assert plan_lib.plan(presets.preset("hoffmann2022"), C=9e23)["warnings"] == []
+def factor(x, lo, hi):
+  """How far x lies outside [lo, hi], written out again from the docstring's definition."""
+  if x > hi:
+    return x / hi
+  return lo / x if x < lo else 1.0
 
+
+def test_an_extrapolated_plan_warns_with_its_three_factors():
+  law = presets.preset("hoffmann2022")  # N 7e7-1.6e10, D 5e9-5e11, C 1e18-1e22
+  C = 1e25
+  out = plan_lib.plan(law, C=C)
+  N, D = law.optimum(C)
+  ext = out["extrapolation"]
+  expected = {"N": factor(N, 7e7, 1.6e10), "D": factor(D, 5e9, 5e11), "C": 1e3}
+  assert ext["factors"] == pytest.approx(expected, rel=1e-12)
+  assert ext["query"] == pytest.approx({"N": N, "D": D, "C": C})
+  assert ext["threshold"] == 3.0
+  (w,) = out["warnings"]
+  assert (f"by N {fmt.factor(expected['N'])}, D {fmt.factor(expected['D'])}, C 1000x" in w
+          and "no bootstrap draws" in w)
+  assert "C = 1e25 is 1000x above the largest fitted 1e22" in w
+
+  # A pair 17x beyond the largest fitted N warns by N alone, with the interval of N*.
   rng = np.random.default_rng(0)
   samples = BESIROGLU * (1 + 0.02 * rng.standard_normal((50, 5)))
-  law = law_of(BESIROGLU, samples=samples, N=[1e7, 1e9], D=[1e9, 1e10])
-  C = 1e6 * law.fitted_range[1]
-  out = plan_lib.plan(law, C=C)
-  lo, hi = out["optimum"]["interval"]["N"]
-  assert out["extrapolation"]["N_interval_ratio"] == pytest.approx(hi / lo)
-  assert hi / lo > 1 and f"×{hi / lo:.2f} wide" in out["warnings"][0]
-  json.dumps(out, allow_nan=False)
+  law = law_of(BESIROGLU, samples=samples, N=[1e7, 1e9], D=[1e9, 1e11])
+  out = plan_lib.plan(law, N=1.7e10, D=1e11)
+  ext = out["extrapolation"]
+  assert ext["factors"] == pytest.approx({"N": 17.0, "D": 1.0, "C": 6 * 1.7e10 * 1e11 / 6e20})
+  (w,) = out["warnings"]
+  lo, hi = law.interval("N", 6 * 1.7e10 * 1e11)
+  assert "by N 17x, D inside, C 17x" in w and "N = 1.7e10 is 17x above" in w
+  assert fmt.interval((lo, hi)) in w
+  below = plan_lib.plan(law, N=1e6, D=1e9)["extrapolation"]["factors"]
+  assert below["N"] == pytest.approx(10.0) and below["D"] == 1.0  # 10x below the smallest
+  json.dumps(out.to_dict(), allow_nan=False)
+
+
+def test_an_in_range_plan_is_quiet():
+  law = presets.preset("hoffmann2022")
+  for kw in ({"C": 1e20}, {"N": 1e9, "D": 2e10}, {"C": 2.9e22}):  # 2.9x: below the threshold
+    out = plan_lib.plan(law, **kw)
+    assert out["warnings"] == [] and max(out["extrapolation"]["factors"].values()) <= 3
+  assert plan_lib.plan(law, C=3.1e22)["warnings"]  # just beyond: it warns
+
+
+def test_a_law_without_ranges_has_no_factors():
+  out = plan_lib.plan(law_of(HOFFMANN), C=1e30)
+  assert out["extrapolation"] is None and out["warnings"] == []
+
+
+def test_predicted_loss_of_a_pair_has_an_interval_at_any_level():
+  rng = np.random.default_rng(1)
+  samples = BESIROGLU * (1 + 0.02 * rng.standard_normal((200, 5)))
+  law = law_of(BESIROGLU, samples=samples)
+  L_S = chinchilla_loss(2e9, 4e10, *samples.T)
+  for level, q in ((None, [5, 95]), (0.5, [25, 75]), (0.99, [0.5, 99.5])):
+    given = plan_lib.plan(law, N=2e9, D=4e10, level=level)["given"]
+    assert given["loss_interval"] == pytest.approx(np.percentile(L_S, q).tolist())
+  with pytest.raises(UserError, match="--ci must be a level strictly between 0 and 1"):
+    plan_lib.plan(law, C=1e21, level=1.5)
+
+
+def test_an_allocation_law_plans_without_losses():
+  doc = law_lib.build_power_law(a=0.46, b=0.54, log_kN=-1.2, log_kD=1.0, N=[1e6, 1e9],
+                                D=[1e8, 1e11])
+  law = law_lib.ScalingLaw.from_dict(doc)
+  out = plan_lib.plan(law, N=1e8, D=1e10)
+  assert out["given"]["loss"] is None and out["given"]["N_over_N_opt"] == pytest.approx(
+      1e8 / law.optimum(6e18)[0])
+  assert out["optimum"]["loss"] is None
+  (note,) = out["notes"]
+  assert "comes from Approach 2: it plans N and D and predicts no loss" in note
+  assert "no loss" in str(out) and "loss above optimum" not in str(out)
+  assert plan_lib.plan(law, N=1e8)["optimum"]["N"] == pytest.approx(1e8, rel=1e-10)
+  with pytest.raises(UserError, match="--unique-tokens needs a law that predicts losses"):
+    plan_lib.plan(law, C=1e20, U=1e9)
 
 
 # ---------------------------------------------------------------------------- data-constrained
@@ -187,13 +250,13 @@ def test_plenty_of_unique_data_is_the_chinchilla_optimum():
 def test_epoch_warnings():
   law = law_of(BESIROGLU)
   out = plan_lib.plan(law, C=1e23, U=1e10)
-  assert any("epochs of 1e+10 unique tokens; beyond ~4 epochs" in w for w in out["warnings"])
+  assert any("epochs of 1e10 unique tokens; beyond ~4 epochs" in w for w in out["warnings"])
   dc = out["data_constrained"]
   assert dc["chinchilla"]["epochs"] == pytest.approx(dc["chinchilla"]["D"] / 1e10)
   assert dc["optimal"]["loss"] < dc["chinchilla"]["loss"]
   pair = plan_lib.plan(law, N=1e9, D=1e11, U=2e10)
   assert pair["data_constrained"]["given"]["epochs"] == pytest.approx(5.0)
-  assert any("D = 1e+11 is 5.0 epochs" in w for w in pair["warnings"])
+  assert any("D = 1e11 is 5.0 epochs" in w for w in pair["warnings"])
   assert plan_lib.plan(law, C=1e21, U=1e13)["warnings"] == []
 
 

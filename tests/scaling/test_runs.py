@@ -152,9 +152,10 @@ def test_several_paths_concatenate_with_unique_names(tmp_path):
     (["N", "D", "loss"], [-1e6, 1e9, 3.0], r":3: N must be a positive finite"),
     (["N", "D", "loss"], ["big", 1e9, 3.0], r":3: N is not a number: 'big'"),
     (["N", "D", "C", "loss"], [1e6, "", "", 3.0], r":3: neither D nor C"),
+    (["N", "D", "loss", "U"], [1e6, 1e9, 3.0, "-5"], r":3: U must be a positive finite"),
 ])
 def test_bad_csv_is_refused_naming_the_row(tmp_path, header, row, match):
-  good = {"N": 1e6, "D": 1e9, "C": 6e15, "loss": 3.0}
+  good = {"N": 1e6, "D": 1e9, "C": 6e15, "loss": 3.0, "U": 1e9}
   path = _csv(tmp_path / "bad.csv", header, [[good[h] for h in header], row])
   with pytest.raises(UserError, match=match) as e:
     load_runs([path])
@@ -231,3 +232,26 @@ def test_a_gs_workdir_and_csv_read_like_local_ones(fake_gcs):  # noqa: F811
   _same(load_runs(["gs://bkt/d.csv"]), from_local)
   with pytest.raises(UserError, match="gs://bkt/none: no such file or folder"):
     load_runs(["gs://bkt/none"])
+
+
+def test_unique_tokens_from_records_csv_and_arrays(tmp_path):
+  """U is a record's `unique_tokens` or a CSV's U column; runs with D > U repeat data."""
+  path = tmp_path / "runs.jsonl"
+  recs = [dict(_record(*r), unique_tokens=u) for r, u in zip(RUNS, (1e7, 1e9, None, 1e9, 1e6))]
+  path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+  runs = load_runs([str(path)])
+  np.testing.assert_array_equal(runs.U, [1e7, 1e9, np.nan, 1e9, 1e6])
+  D = np.array([r[3] for r in RUNS])
+  assert runs.repeats.tolist() == [bool(d > u) for d, u in zip(D, (1e7, 1e9, np.inf, 1e9,
+                                                                     1e6))]
+  assert runs.subset([4, 0]).U.tolist() == [1e6, 1e7]
+  csv_path = _csv(tmp_path / "u.csv", ["N", "D", "loss", "U"],
+                  [(N, D, L, u) for (_, N, _, D, _, L, _), u in zip(RUNS, (1e7, 1e9, "", 1e9,
+                                                                            1e6))])
+  np.testing.assert_array_equal(load_runs([csv_path]).U, runs.U)
+  assert load_runs([str(_workdir(tmp_path))]).U is None  # no record says: none known
+  assert not make_runs([1e6], [1e9], [3.0]).repeats.any()
+  assert make_runs([1e6, 2e6], [1e9, 1e9], [3.0, 2.9], U=[2e9, 5e8]).repeats.tolist() == [
+      False, True]
+  with pytest.raises(UserError, match="U of run 'run1' must be positive"):
+    make_runs([1e6, 2e6], [1e9, 1e9], [3.0, 2.9], U=[2e9, 0.0])

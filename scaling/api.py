@@ -1,0 +1,149 @@
+"""The library API, the same as the command line: `chinchax.fit` and `chinchax.plan`.
+
+    import chinchax
+    law = chinchax.fit("runs/smoke", bootstrap=1000, ci=0.9, out="law.json")
+    print(law.recommended["approach"], law.a, law.warnings)
+    p = chinchax.plan(law, flops=1e21)
+    print(p)                     # the table `chinchax plan` prints
+    p.N, p.D, p.to_dict()
+
+`chinchax fit` and `chinchax plan` parse their flags and call these; nothing here knows about
+a command line.
+"""
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from chinchax.scaling import fit_pipeline
+from chinchax.scaling import parametric
+from chinchax.scaling import plan as plan_lib
+from chinchax.scaling import presets
+from chinchax.scaling import runs as runs_lib
+from chinchax.scaling.errors import UserError
+from chinchax.scaling.law import ScalingLaw
+
+__all__ = ["fit", "plan", "as_runs", "as_law"]
+
+
+def as_runs(runs, *, params_convention: str = "total", flops_convention: str = "6ND",
+            schedule: str = "all") -> runs_lib.Runs:
+  """Runs from a path (sweep workdir, runs.jsonl, CSV), a list of paths, a `Runs`, or a
+  mapping of arrays {"N", "D" (or "C"), "loss"} with optional "C", "budget", "U", "name"."""
+  if isinstance(runs, runs_lib.Runs):
+    return runs
+  if isinstance(runs, Mapping):
+    unknown = set(runs) - {"N", "D", "C", "loss", "budget", "U", "name"}
+    if unknown or "N" not in runs or "loss" not in runs:
+      raise UserError("runs as arrays: give a mapping with N, D (or C) and loss, optionally "
+                      f"C, budget, U, name; got keys {sorted(runs)}")
+    return runs_lib.make_runs(runs["N"], runs.get("D"), runs["loss"], C=runs.get("C"),
+                              budget=runs.get("budget"), name=runs.get("name"),
+                              U=runs.get("U"), params=params_convention,
+                              flops=flops_convention)
+  paths = [runs] if isinstance(runs, (str, os.PathLike)) else list(runs)
+  return runs_lib.load_runs([os.fspath(p) for p in paths], params=params_convention,
+                            flops=flops_convention, schedule=schedule)
+
+
+def as_law(law) -> ScalingLaw:
+  """A ScalingLaw from itself, a law.json path, a law.json dict, or a preset's name."""
+  if isinstance(law, ScalingLaw):
+    return law
+  if isinstance(law, Mapping):
+    return ScalingLaw.from_dict(law)
+  if isinstance(law, str) and law in presets.PRESETS:
+    return presets.preset(law)
+  if isinstance(law, (str, os.PathLike)):
+    return ScalingLaw.load(law)
+  raise UserError(f"expected a law: a ScalingLaw, a law.json path or dict, or a preset "
+                  f"({', '.join(presets.names())}); got {type(law).__name__}")
+
+
+def _approaches(spec) -> tuple[str, ...] | None:
+  if spec is None:
+    return None
+  items = spec.split(",") if isinstance(spec, str) else (
+      [spec] if isinstance(spec, int) else list(spec) if isinstance(spec, Iterable) else [spec])
+  chosen = tuple(sorted({str(s).strip() for s in items if str(s).strip()}))
+  if not chosen or set(chosen) - set(fit_pipeline.APPROACHES):
+    raise UserError(f"approaches: give a comma list of 1, 2, 3 (e.g. '2,3'); got {spec!r}")
+  return chosen
+
+
+def fit_detailed(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.9,
+                 seed: int = 0, delta: float = parametric.DEFAULT_DELTA,
+                 params_convention: str = "total", flops_convention: str = "6ND",
+                 schedule: str = "all", base_law=None, out: str | None = None,
+                 plots: str | None = None, log: Callable[[str], None] | None = None
+                 ) -> tuple[ScalingLaw, runs_lib.Runs, list[str]]:
+  """`fit`, returning (law, the runs read, the files written)."""
+  base = None
+  if base_law is not None:
+    base = as_law(base_law)
+  options = fit_pipeline.Options(
+      approaches=_approaches(approaches), bootstrap=bootstrap, ci=ci, seed=seed, delta=delta,
+      base_law=base, base_source=base.source if base is not None else "")
+  fit_pipeline.check_options(options)
+  runs = as_runs(runs, params_convention=params_convention, flops_convention=flops_convention,
+                 schedule=schedule)
+  if base is not None and (base.conventions["params"], base.conventions["flops"]) != (
+      runs.params, runs.flops):
+    raise UserError(f"the base law counts N {base.conventions['params']} and C "
+                    f"{base.conventions['flops']}, the runs N {runs.params} and C {runs.flops}; "
+                    "use one convention for both")
+  fitted = fit_pipeline.fit_runs(runs, options, log)
+  law = ScalingLaw.from_dict(fitted.doc, source=os.fspath(out) if out else "")
+  written = []
+  if out:
+    law.save(out)
+    written.append(os.fspath(out))
+  if plots:
+    from chinchax.scaling import fit_plots  # pylint: disable=g-import-not-at-top  (matplotlib)
+    written += fit_plots.write_plots(fitted, os.fspath(plots))
+  return law, runs, written
+
+
+def fit(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.9, seed: int = 0,
+        delta: float = parametric.DEFAULT_DELTA, params_convention: str = "total",
+        flops_convention: str = "6ND", schedule: str = "all", base_law=None,
+        out: str | None = None, plots: str | None = None,
+        log: Callable[[str], None] | None = None) -> ScalingLaw:
+  """Fit scaling laws to runs; the law object of law.json (what `chinchax fit` writes).
+
+  runs: a sweep workdir, runs.jsonl or CSV path (or several), a `Runs`, or a mapping of
+    arrays N, D (or C), loss [, budget, U].
+  approaches: None (every approach the data support), or some of 1, 2, 3 ("2,3", [2, 3], 2);
+    asked for exactly one, the law is that approach's.
+  bootstrap: resamples for the intervals (0: none); ci: their level, in (0, 1).
+  params_convention: "total" or "non_embedding"; flops_convention: "6ND" or "chinchilla".
+  base_law: a law (path, dict, ScalingLaw, preset name) whose E, A, B, alpha, beta the
+    data-constrained fit holds fixed (runs with a unique-tokens column U); None: joint.
+  out: write law.json there; plots: write the figures into that folder.
+  Returns the ScalingLaw: `.approaches`, `.warnings`, `.recommended`, `.data_constrained`,
+  `.optimum(C)`, `.interval(...)`, and `.predict(N, D)` when it predicts losses.
+  """
+  return fit_detailed(runs, approaches=approaches, bootstrap=bootstrap, ci=ci, seed=seed,
+                      delta=delta, params_convention=params_convention,
+                      flops_convention=flops_convention, schedule=schedule, base_law=base_law,
+                      out=out, plots=plots, log=log)[0]
+
+
+def plan(law, *, flops: float | None = None, params: float | None = None,
+         tokens: float | None = None, unique_tokens: float | None = None,
+         inference_tokens: float | None = None, ci: float | None = None) -> plan_lib.Plan:
+  """Plan N and D from a law (what `chinchax plan` prints): any of flops (C), params (N),
+  tokens (D), with unique_tokens (U) and inference_tokens (T); ci: the intervals' level
+  (default: the law's). Returns a Plan (`str(p)`, `p.to_dict()`, `p.N`, `p.warnings`)."""
+  return plan_lib.plan(as_law(law), C=_float(flops), N=_float(params), D=_float(tokens),
+                       U=_float(unique_tokens), T=_float(inference_tokens), level=ci)
+
+
+def _float(x: Any) -> float | None:
+  if x is None:
+    return None
+  if isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool):
+    return float(x)
+  raise UserError(f"expected a number, got {x!r}")

@@ -1,0 +1,165 @@
+"""What the data support: is Approach 3 well determined, do the approaches agree, which one
+to read, and the headline that says so (the same lines on the console, in report.md, and
+derived from law.json alone).
+
+Approach 3 is *poorly determined* when any of these holds (issue 12's criteria for a law a
+scientist would believe):
+  * it fits its 5 parameters to fewer than MIN_RUNS = 10 runs;
+  * alpha or beta lies outside PLAUSIBLE_EXPONENTS (no language model scales like that);
+  * A or B exceeds MAX_COEFFICIENT (the coefficient ran off with its exponent);
+  * its interval of a is wider than MAX_A_WIDTH, or that of alpha or beta spans more than
+    MAX_EXPONENT_RATIO x;
+  * more than MAX_DROPPED of its bootstrap refits gave no law;
+  * the fit itself warns (a term not identified, E at a bound, a fragile minimum).
+The recommended approach is Approach 3 when it is well determined (it also predicts losses),
+else Approach 2, else Approach 1, else a poorly determined Approach 3 with that caveat.
+
+Two approaches *disagree* when their intervals of a (or of b) do not overlap.
+"""
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from chinchax.scaling import fmt
+
+MIN_RUNS = 10  # twice the parameters: fewer leave a bootstrap too few distinct points
+PLAUSIBLE_EXPONENTS = (0.05, 1.5)
+MAX_COEFFICIENT = 1e12
+MAX_A_WIDTH = 0.3
+MAX_EXPONENT_RATIO = 10.0
+MAX_DROPPED = 0.1
+ASYMMETRY = 1.5  # alpha/beta (or beta/alpha) above this: the exponents are asymmetric
+PREFERENCE = ("3", "2", "1")
+
+
+def approach3_problems(entry: Mapping[str, Any], n_runs: int) -> list[str]:
+  """Why Approach 3's law should not be read as the answer; empty when well determined."""
+  out = []
+  if n_runs < MIN_RUNS:
+    out.append(f"it fits 5 parameters to only {n_runs} runs (at least {MIN_RUNS} needed)")
+  lo, hi = PLAUSIBLE_EXPONENTS
+  for name in ("alpha", "beta"):
+    if not lo <= entry[name] <= hi:
+      out.append(f"{name} = {fmt.num(entry[name])} is outside the plausible [{lo}, {hi}]")
+  for name in ("A", "B"):
+    if entry[name] > MAX_COEFFICIENT:
+      out.append(f"{name} = {fmt.num(entry[name])} ran away (above {fmt.num(MAX_COEFFICIENT)})")
+  ci = entry.get("ci") or {}
+  if ci.get("a") and ci["a"][1] - ci["a"][0] > MAX_A_WIDTH:
+    out.append(f"its {fmt.percent(ci['level'])} interval of a, {fmt.interval(ci['a'])}, is "
+               f"wider than {MAX_A_WIDTH}")
+  for name in ("alpha", "beta"):
+    pair = ci.get(name)
+    if pair and (pair[0] <= 0 or pair[1] / pair[0] > MAX_EXPONENT_RATIO):
+      out.append(f"its interval of {name}, {fmt.interval(pair)}, spans more than "
+                 f"{MAX_EXPONENT_RATIO:g}x")
+  boot = entry.get("bootstrap") or {}
+  if boot.get("n_resamples") and boot.get("dropped", 0) > MAX_DROPPED * boot["n_resamples"]:
+    out.append(f"{boot['dropped']} of {boot['n_resamples']} bootstrap refits gave no law")
+  if entry.get("warnings"):
+    out.append("the fit itself warns (see the warnings)")
+  return out
+
+
+def _overlap(p: Sequence[float], q: Sequence[float]) -> bool:
+  return p[0] <= q[1] and q[0] <= p[1]
+
+
+def _cause(entries: Mapping[str, Mapping[str, Any]], pair: tuple[str, str]) -> str:
+  causes = []
+  e3 = entries.get("3")
+  if e3 and "alpha" in e3 and max(e3["alpha"] / e3["beta"], e3["beta"] / e3["alpha"]) > ASYMMETRY:
+    causes.append(f"asymmetric exponents (alpha = {fmt.num(e3['alpha'])}, beta = "
+                  f"{fmt.num(e3['beta'])} from Approach 3), which bias a parabola fitted to "
+                  "IsoFLOP profiles")
+  if "2" in pair and entries["2"].get("warnings"):
+    causes.append("IsoFLOP grids not centred on the optimum (see Approach 2's warnings)")
+  if e3 and e3.get("problems"):
+    causes.append("a poorly determined Approach 3")
+  if not causes:
+    causes.append("too few budgets or sizes per budget for one of them; or IsoFLOP grids "
+                  "not centred on the optimum")
+  return "; or ".join(causes)
+
+
+def _agreement(entries: Mapping[str, Mapping[str, Any]]) -> list[str]:
+  """A warning for each pair of approaches whose intervals of a or b do not overlap."""
+  names = [k for k in PREFERENCE[::-1] if k in entries and entries[k].get("ci")]
+  out = []
+  for i, p in enumerate(names):
+    for q in names[i + 1:]:
+      cp, cq = entries[p]["ci"], entries[q]["ci"]
+      apart = [x for x in ("a", "b") if cp.get(x) and cq.get(x) and not _overlap(cp[x], cq[x])]
+      if not apart:
+        continue
+      values = "; ".join(
+          f"{x} = {entries[p][x]:.3f} {fmt.interval(cp[x])} vs {entries[q][x]:.3f} "
+          f"{fmt.interval(cq[x])}" for x in apart)
+      out.append(f"Approaches {p} and {q} disagree: {values} ({fmt.percent(cp['level'])} "
+                 f"intervals that do not overlap); likely cause: {_cause(entries, (p, q))}")
+  return out
+
+
+def agreement(entries: Mapping[str, Mapping[str, Any]]) -> list[str]:
+  """The one call site for the approaches' agreement check."""
+  return _agreement(entries)
+
+
+def recommend(entries: Mapping[str, Mapping[str, Any]], asked: Sequence[str] | None = None
+              ) -> tuple[str, str]:
+  """(approach, why) among the approaches that ran; `asked`: the user's explicit choice."""
+  if asked is not None and len(asked) == 1:
+    return asked[0], f"asked for (--approach={asked[0]})"
+  e3 = entries.get("3")
+  if e3 and not e3.get("problems"):
+    return "3", ("Approach 3's parametric law is well determined (plausible exponents, "
+                 "bounded coefficients, enough runs); it also predicts losses")
+  for k in ("2", "1"):
+    if k in entries:
+      what = {"2": "the IsoFLOP minima", "1": "the loss curves' envelope"}[k]
+      return k, (("Approach 3's law is poorly determined (see the warnings); " if e3 else "")
+                 + f"Approach {k}'s exponents come from {what} directly")
+  return "3", "the only approach these runs support, though poorly determined (see the warnings)"
+
+
+def headline(doc: Mapping[str, Any]) -> list[str]:
+  """What the data support, first: each approach's a and b with intervals, whether they
+  agree, then the law only when it is well determined (else one sentence saying why not)."""
+  entries = doc["approaches"]
+  rows = []
+  for k in ("1", "2", "3"):
+    e = entries.get(k)
+    if not e or e.get("a") is None:
+      continue
+    ci = e.get("ci") or {}
+    level = f" ({fmt.percent(ci['level'])} intervals)" if ci.get("a") else " (no interval)"
+    rows.append(f"  Approach {k}: a = {e['a']:.3f} {fmt.interval(ci.get('a'))}".rstrip()
+                + f"   b = {e['b']:.3f} {fmt.interval(ci.get('b'))}".rstrip() + level)
+  lines = (["compute-optimal exponents, N* ∝ C^a and D* ∝ C^b:"] + rows if rows
+           else ["no approach could be fitted to these runs (see the notes)"])
+  with_ci = [k for k, e in entries.items() if (e.get("ci") or {}).get("a")]
+  if doc["fit"].get("disagreements"):
+    lines.append("  the approaches DISAGREE: their intervals do not overlap (see the warnings)")
+  elif len(with_ci) >= 2:
+    lines.append("  the approaches agree: their intervals of a and b overlap")
+  elif len(entries) >= 2:
+    lines.append("  agreement not checked: fewer than two approaches have intervals")
+  rec, law = doc["recommended"], doc["law"]
+  problems = (entries.get("3") or {}).get("problems")
+  parametric = law["form"].startswith("E + ")
+  if problems:
+    tail = ("so it is not given as the answer" if not parametric else
+            "and no other approach could be fitted: its numbers are not to be trusted")
+    lines.append(f"Approach 3's parametric law is poorly determined ({'; '.join(problems)}), "
+                 f"{tail}.")
+  if parametric and not problems:
+    lines.append(f"law (Approach {law['approach']}): L(N, D) = {fmt.num(law['E'], 4)} + "
+                 f"{fmt.num(law['A'], 4)}/N^{law['alpha']:.3f} + "
+                 f"{fmt.num(law['B'], 4)}/D^{law['beta']:.3f}")
+  elif not parametric:
+    lines.append(f"law (Approach {law['approach']}): N* = {fmt.num(math.exp(law['log_kN']))}"
+                 f"·C^{law['a']:.3f}, D* = {fmt.num(math.exp(law['log_kD']))}·C^{law['b']:.3f}"
+                 " (it plans N and D and predicts no loss)")
+  lines.append(f"recommended: Approach {rec['approach']}: {rec['why']}")
+  return lines

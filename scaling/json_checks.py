@@ -1,0 +1,69 @@
+"""Checks of JSON values that raise a UserError naming the field (`where`) and the value."""
+
+import json
+import math
+from collections.abc import Sequence
+
+from chinchax.scaling.errors import UserError
+
+
+def shown(x) -> str:
+  text = repr(x) if isinstance(x, float) else json.dumps(x)
+  return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_number(x) -> bool:
+  return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def number(x, where: str, kind: str = "finite", nullable: bool = False):
+  """kind: 'finite', 'positive', 'nonnegative' or 'unit' (strictly inside (0, 1))."""
+  if x is None and nullable:
+    return
+  tests = {"finite": lambda v: True, "positive": lambda v: v > 0,
+           "nonnegative": lambda v: v >= 0, "unit": lambda v: 0 < v < 1}
+  if not (_is_number(x) and tests[kind](x)):
+    words = {"finite": "a finite number", "positive": "a positive finite number",
+             "nonnegative": "a non-negative finite number",
+             "unit": "a number strictly between 0 and 1"}[kind]
+    raise UserError(f"{where}: expected {words}{' or null' if nullable else ''}, "
+                    f"got {shown(x)}")
+
+
+def integer(x, where: str, minimum: int = 0, nullable: bool = False):
+  if x is None and nullable:
+    return
+  if not (isinstance(x, int) and not isinstance(x, bool) and x >= minimum):
+    raise UserError(f"{where}: expected an integer >= {minimum}"
+                    f"{' or null' if nullable else ''}, got {shown(x)}")
+
+
+def obj(x, where: str, keys: Sequence[str] = ()) -> dict:
+  if not isinstance(x, dict):
+    raise UserError(f"{where}: expected an object, got {shown(x)}")
+  missing = [k for k in keys if k not in x]
+  if missing:
+    raise UserError(f"{where}: missing key{'s' if len(missing) > 1 else ''} "
+                    f"{', '.join(missing)}")
+  return x
+
+
+def interval(x, where: str, kind: str = "finite", nullable: bool = False):
+  if x is None and nullable:
+    return
+  if not (isinstance(x, list) and len(x) == 2):
+    raise UserError(f"{where}: expected an interval [lo, hi], got {shown(x)}")
+  number(x[0], f"{where}[0]", kind)
+  number(x[1], f"{where}[1]", kind)
+  if x[0] > x[1]:
+    raise UserError(f"{where}: lower end {x[0]!r} is above upper end {x[1]!r}")
+
+
+def string(x, where: str):
+  if not (isinstance(x, str) and x):
+    raise UserError(f"{where}: expected a non-empty string, got {shown(x)}")
+
+
+def strings(x, where: str):
+  if not (isinstance(x, list) and all(isinstance(s, str) for s in x)):
+    raise UserError(f"{where}: expected a list of strings, got {shown(x)}")

@@ -1,0 +1,158 @@
+"""The run files: a sweep's `runs.jsonl` records (and each run's `metrics.jsonl` curve) and a
+CSV of runs, read into one row dict per run (scaling.runs explains the fields and rules).
+
+Every bad value is a UserError naming its file, line and field.
+"""
+
+import csv
+import dataclasses
+import io
+import json
+import math
+import os
+from typing import Any
+
+import numpy as np
+
+from chinchax.scaling import atomic
+from chinchax.scaling.errors import UserError
+
+RUN_SCHEMA = "chinchax/run/v1"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Curve:
+  """One run's held-out loss against tokens seen; C = (run's FLOPs per token)·D."""
+
+  name: str
+  N: float
+  D: np.ndarray
+  C: np.ndarray
+  loss: np.ndarray
+
+
+
+def _positive(where: str, field: str, value: Any) -> float:
+  try:
+    x = float(value)
+  except (TypeError, ValueError):
+    raise UserError(f"{where}: {field} is not a number: {value!r}") from None
+  if not (math.isfinite(x) and x > 0):
+    raise UserError(f"{where}: {field} must be a positive finite number, got {value!r}")
+  return x
+
+
+def _text(path: str, encoding: str = "utf-8", what: str = "") -> str:
+  try:
+    data = atomic.read_bytes(path)
+    text = None if data is None else data.decode(encoding)
+  except (OSError, UnicodeDecodeError) as e:
+    raise UserError(f"{path}: cannot read{what}: {e}") from None
+  if text is None:
+    raise UserError(f"{path}: not found; a sweep workdir holds runs.jsonl once a run finishes")
+  return text
+
+
+def _lines(path: str) -> list[str]:
+  return _text(path).splitlines()
+
+
+def _json_lines(path: str):
+  for i, line in enumerate(_lines(path), 1):
+    if line.strip():
+      try:
+        obj = json.loads(line)
+      except json.JSONDecodeError as e:
+        raise UserError(f"{path}:{i}: not valid JSON ({e.msg})") from None
+      if not isinstance(obj, dict):
+        raise UserError(f"{path}:{i}: expected a JSON object per line")
+      yield f"{path}:{i}", obj
+
+
+def read_records(path: str, workdir: str, params: str, flops: str):
+  latest = {}
+  for where, rec in _json_lines(path):
+    if rec.get("schema") != RUN_SCHEMA:
+      raise UserError(f"{where}: schema is {rec.get('schema')!r}, expected {RUN_SCHEMA!r}")
+    if not isinstance(rec.get("name"), str) or not rec["name"]:
+      raise UserError(f"{where}: record has no name")
+    if rec.get("status") not in ("done", "failed"):
+      raise UserError(f"{where}: status is {rec.get('status')!r}, expected 'done' or 'failed'")
+    latest.pop(rec["name"], None)  # a re-run moves to the end, keeping the log's order
+    latest[rec["name"]] = (where, rec)
+  if not latest:
+    raise UserError(f"{path}: no runs in it")
+  rows, curves, failed = [], [], 0
+  for where, rec in latest.values():
+    if rec["status"] == "failed":
+      failed += 1
+      continue
+    n_key = "N_total" if params == "total" else "N_non_embedding"
+    get = lambda k: _positive(f"{where} ({rec['name']})", k, rec.get(k))
+    N, D, loss = get(n_key), get("D"), get("eval_loss")
+    C = 6.0 * N * D if flops == "6ND" else get("flops_chinchilla")
+    budget = math.nan if rec.get("budget") is None else get("budget")
+    U = math.nan if rec.get("unique_tokens") is None else get("unique_tokens")
+    rows.append(dict(name=rec["name"], N=N, D=D, C=C, loss=loss, budget=budget, U=U,
+                     schedule=str(rec.get("schedule") or "cosine")))
+    if rec.get("curve"):
+      curve_path = os.path.join(workdir, rec["name"], rec["curve"])
+      if atomic.exists(curve_path):
+        curves.append(read_curve(curve_path, rec["name"], N, C / D))
+  return rows, curves, failed
+
+
+def read_curve(path: str, name: str, N: float, flops_per_token: float) -> Curve:
+  by_tokens = {}
+  for where, m in _json_lines(path):
+    if m.get("eval_loss") is None:
+      continue
+    if m.get("tokens") == 0:
+      continue  # the step-0 eval has no C on a log axis
+    tokens = _positive(where, "tokens", m.get("tokens"))
+    by_tokens[tokens] = _positive(where, "eval_loss", m["eval_loss"])  # a resume's redo wins
+  D = np.array(sorted(by_tokens), np.float64)
+  loss = np.array([by_tokens[t] for t in sorted(by_tokens)], np.float64)
+  return Curve(name, N, D, flops_per_token * D, loss)
+
+
+def read_csv(path: str, flops: str):
+  text = _text(path, encoding="utf-8-sig", what=" as CSV")  # -sig: a spreadsheet's BOM
+  try:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    records = [(reader.line_num, r) for r in reader]
+  except csv.Error as e:
+    raise UserError(f"{path}: cannot read as CSV: {e}") from None
+  for need in ("N", "loss"):
+    if need not in header:
+      raise UserError(f"{path}: missing column {need!r} (columns: {', '.join(header)})")
+  if "D" not in header and "C" not in header:
+    raise UserError(f"{path}: needs a column 'D' (tokens) or 'C' (FLOPs); "
+                    f"columns: {', '.join(header)}")
+  if flops == "chinchilla" and "C" not in header:
+    raise UserError(f"{path}: --flops=chinchilla needs a 'C' column; a CSV without one "
+                    "can only give C = 6ND")
+  if not records:
+    raise UserError(f"{path}: no rows")
+  rows, failed, base = [], 0, os.path.basename(path)
+  for line, raw in records:
+    r = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}
+    where = f"{path}:{line}"
+    if r.get("status", "done") == "failed":
+      failed += 1
+      continue
+    N, loss = _positive(where, "N", r["N"]), _positive(where, "loss", r["loss"])
+    D = _positive(where, "D", r["D"]) if r.get("D") else None
+    C = _positive(where, "C", r["C"]) if r.get("C") else None
+    if D is None and C is None:
+      raise UserError(f"{where}: neither D nor C is given")
+    D = C / (6.0 * N) if D is None else D
+    C = 6.0 * N * D if C is None else C
+    budget = _positive(where, "budget", r["budget"]) if r.get("budget") else math.nan
+    U = _positive(where, "U", r["U"]) if r.get("U") else math.nan
+    rows.append(dict(name=r.get("run") or f"{base}:{line}", N=N, D=D, C=C, loss=loss,
+                     budget=budget, U=U, schedule=r.get("schedule") or "cosine"))
+  if len({r["name"] for r in rows}) < len(rows):
+    raise UserError(f"{path}: the 'run' column repeats a name; give each row its own")
+  return rows, failed
