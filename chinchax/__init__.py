@@ -2,7 +2,13 @@
 
 The distribution installs one import name. Its folders in the checkout are
 `scaling/` (chinchax.scaling), `models/` (chinchax.models), `sweeps/` (chinchax.sweeps) and
-`launch/` (chinchax.launch); this file is the package root and the library API.
+`launch/` (chinchax.launch); this file is the package root and the library API, which the
+`chinchax` command calls (docs/DESIGN.md, "Library API"):
+
+    chinchax.sweep(config, workdir)  -> sweeps.sweep.Result   train, fit and report a sweep
+    chinchax.train(config, workdir)  -> sweeps.job.Outcome    one run (or a WSD run)
+
+They are imported on first use, so `import chinchax` (and `chinchax plan`) loads no jax.
 """
 
 import os as _os
@@ -25,3 +31,22 @@ def _version() -> str:
 
 
 __version__ = _version()
+
+
+# name -> (module, attribute): the library API, imported on first use.
+_API = {
+    "sweep": ("chinchax.sweeps.sweep", "sweep"),
+    "train": ("chinchax.sweeps.job", "train"),
+}
+
+
+def __getattr__(name: str):
+  if name in _API:
+    import importlib  # pylint: disable=g-import-not-at-top
+    module, attribute = _API[name]
+    return getattr(importlib.import_module(module), attribute)
+  raise AttributeError(f"module 'chinchax' has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted(list(globals()) + list(_API))
