@@ -68,15 +68,6 @@ class Cell:
   isoflop: bool = True     # False: a fixed-N series cell (Approach 1)
   series: str = ""         # fixed N: the name of its size's series ("N3.16e5")
 
-  @property
-  def tokens_per_batch(self) -> int:
-    return self.batch_size * self.seq_len
-
-  @property
-  def C(self) -> float:
-    """The realised training FLOPs under the sweep's convention."""
-    return self.flops_6ND if self.flops == "6ND" else self.flops_chinchilla
-
   def train_config(self, sweep_cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """The sweep's `train` config with this cell's shape, tokens, batch, LR and budget."""
     c = sweep_cfg.train.copy_and_resolve_references()
