@@ -75,6 +75,7 @@ def test_global_batch_on_this_process_is_the_whole_batch():
     np.testing.assert_array_equal(np.asarray(got[k]), want[k])
 
 
+@pytest.mark.slow
 def test_global_batch_on_four_devices_and_indivisible_batch():
   code = (
       "import jax, numpy as np\n"
