@@ -16,8 +16,9 @@ import shutil
 import time
 
 from chinchax.scaling import conventions
-from chinchax.sweeps import train, wsd
+from chinchax.sweeps import wsd
 from chinchax.sweeps.configs import train as train_configs
+from chinchax.sweeps.run import loop
 
 
 def base_config(args):
@@ -47,7 +48,7 @@ def main():
     r = c.copy_and_resolve_references()
     r.name, r.tokens = f"cos-D{D}", float(D)
     t0 = time.time()
-    cosine[D] = train.train(r, os.path.join(args.workdir, r.name), quiet=True)
+    cosine[D] = loop.train(r, os.path.join(args.workdir, r.name), quiet=True)
     t_cos += time.time() - t0
 
   w = c.copy_and_resolve_references()
@@ -62,7 +63,7 @@ def main():
   plan = wsd.plan(Ds, args.decay_fraction, tps, c.optimizer.warmup_steps)
   print(f"N = {N:,} parameters, {tps} tokens/step, WSD decay fraction {args.decay_fraction}")
   print(f"{'D':>10} {'cosine loss':>12} {'WSD loss':>10} {'diff':>8}")
-  for D, b in zip(Ds, out["branches"]):
+  for D, b in zip(Ds, out.branches):
     lc, lw = cosine[D]["eval_loss"], b["eval_loss"]
     print(f"{D:>10,} {lc:>12.4f} {lw:>10.4f} {lw - lc:>+8.4f}")
   tok_cos = sum(Ds)

@@ -2,12 +2,15 @@
 
 The distribution installs one import name. Its folders in the checkout are
 `scaling/` (chinchax.scaling), `models/` (chinchax.models), `sweeps/` (chinchax.sweeps) and
-`launch/` (chinchax.launch); this file is the package root and the library API:
+`launch/` (chinchax.launch); this file is the package root and the library API, which the
+`chinchax` command calls (docs/DESIGN.md, "Library API"):
 
-    law = chinchax.fit("runs/smoke", bootstrap=1000, ci=0.9)   # chinchax.scaling.api.fit
-    plan = chinchax.plan(law, flops=1e21)                      # chinchax.scaling.api.plan
+    result = chinchax.sweep(config, workdir)              # sweeps.sweep.Result: train, fit, report
+    outcome = chinchax.train(config, workdir)             # sweeps.job.Outcome: one run (or WSD run)
+    law = chinchax.fit("runs/smoke", bootstrap=1000, ci=0.9)   # scaling.api.fit
+    plan = chinchax.plan(law, flops=1e21)                      # scaling.api.plan
 
-`fit` and `plan` are loaded on first use, so `import chinchax` imports neither numpy nor jax.
+They are imported on first use, so `import chinchax` (and `chinchax plan`) loads no jax.
 """
 
 import os as _os
@@ -32,12 +35,22 @@ def _version() -> str:
 __version__ = _version()
 
 
+# name -> (module, attribute): the library API, imported on first use.
+_API = {
+    "sweep": ("chinchax.sweeps.sweep", "sweep"),
+    "train": ("chinchax.sweeps.job", "train"),
+    "fit": ("chinchax.scaling.api", "fit"),
+    "plan": ("chinchax.scaling.api", "plan"),
+}
+
+
 def __getattr__(name: str):
-  if name in ("fit", "plan"):
-    from chinchax.scaling import api  # pylint: disable=g-import-not-at-top
-    return getattr(api, name)
+  if name in _API:
+    import importlib  # pylint: disable=g-import-not-at-top
+    module, attribute = _API[name]
+    return getattr(importlib.import_module(module), attribute)
   raise AttributeError(f"module 'chinchax' has no attribute {name!r}")
 
 
 def __dir__():
-  return sorted([*globals(), "fit", "plan"])
+  return sorted(list(globals()) + list(_API))

@@ -1,6 +1,6 @@
 """File I/O of every artifact, on a local disk or an object store (`gs://bucket/...`).
 
-A crash never leaves a half-written artifact (DESIGN.md, Artifacts). Locally a write goes to
+A crash never leaves a half-written artifact (docs/DESIGN.md, Artifacts). Locally a write goes to
 a temporary file in the same folder, then a rename. A URL goes through etils.epath (fsspec,
 gcsfs for gs://): GCS has no rename, but a single-object write is atomic already, so one
 write of the whole object gives the same guarantee. Nothing here appends: an object cannot

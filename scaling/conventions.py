@@ -1,6 +1,6 @@
 """Parameter and FLOP counting for a decoder shape: the one source of truth.
 
-Conventions (written into every artifact, DESIGN.md):
+Conventions (written into every artifact, docs/DESIGN.md):
 
 * **N `total`** (Hoffmann et al. 2022, default): every trainable parameter, embeddings
   included. For the chinchax decoder (RMSNorm, rotary positions, no biases):

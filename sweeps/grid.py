@@ -23,16 +23,15 @@ in `fixed_n.tokens_per_param`. They carry no IsoFLOP budget (their train config 
 so the fit does not group them).
 
 Cells that cannot work are refused, with the reason, before any run: no shape for the target
-or a shape below the recipe's floor, a shape already used at the budget, fewer than
-`min_steps` steps, or D beyond the corpus's unique tokens when `allow_repeats` is false.
-Cell names ("C1e15-N3.16e5", "N3.16e5-T20") depend only on the config, so a rerun finds its
-cells' workdirs again.
+or a shape below the recipe's floor, a shape already used at the budget, or fewer than
+`min_steps` steps; and, once the data is opened (`beyond_data`), D beyond the corpus's unique
+tokens when `allow_repeats` is false. Cell names ("C1e15-N3.16e5", "N3.16e5-T20") depend only
+on the config, so a rerun finds its cells' workdirs again. No jax here: a grid is decided
+before anything is compiled.
 """
 
 import dataclasses
-import math
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import ml_collections
 import numpy as np
@@ -40,6 +39,8 @@ import numpy as np
 from chinchax.scaling import conventions
 from chinchax.scaling.conventions import Shape
 from chinchax.scaling.errors import UserError
+from chinchax.sweeps import grid_checks
+from chinchax.sweeps import prior as prior_lib
 from chinchax.sweeps import recipe as recipe_lib
 
 ShapeFn = Callable[..., Shape]
@@ -65,15 +66,7 @@ class Cell:
   N_target: float = 0.0    # the size the shape recipe was asked for
   flops: str = "6ND"       # the convention the budget is spent in
   isoflop: bool = True     # False: a fixed-N series cell (Approach 1)
-
-  @property
-  def tokens_per_batch(self) -> int:
-    return self.batch_size * self.seq_len
-
-  @property
-  def C(self) -> float:
-    """The realised training FLOPs under the sweep's convention."""
-    return self.flops_6ND if self.flops == "6ND" else self.flops_chinchilla
+  series: str = ""         # fixed N: the name of its size's series ("N3.16e5")
 
   def train_config(self, sweep_cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """The sweep's `train` config with this cell's shape, tokens, batch, LR and budget."""
@@ -112,109 +105,15 @@ def base_config(train: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   c.vocab_size = 258         # the tokenizer's vocabulary (shapes and N depend on it)
   c.recipe = ml_collections.ConfigDict(dataclasses.asdict(recipe_lib.Recipe()))
   c.train = train
+  # Where the cells run (sweeps/executors.py) and how the fit is done.
+  c.executor = "local"       # local | packed | ray
+  c.devices_per_cell = 1     # packed: devices of each cell's sub-mesh
+  c.ray_address = ""         # ray: the cluster to join; empty starts a local one
+  c.ray_num_cpus = 1.0       # ray: resources each cell's task holds
+  c.ray_num_gpus = 0.0
+  c.ray_tpus = 0
+  c.bootstrap = 1000         # resamples of the fit's intervals (0: none)
   return c
-
-
-# --------------------------------------------------------------------------- the prior
-
-
-def prior_optimum(spec: str) -> Callable[[float], float]:
-  """N*(C) of a prior: 'preset:NAME', 'tokens_per_param:R' or a path to a law.json."""
-  from chinchax.scaling import law as law_lib  # pylint: disable=g-import-not-at-top
-  from chinchax.scaling import presets  # pylint: disable=g-import-not-at-top
-
-  spec = str(spec).strip()
-  if spec.startswith("preset:"):
-    law = presets.preset(spec.removeprefix("preset:"))
-  elif spec.startswith("tokens_per_param:"):
-    text = spec.removeprefix("tokens_per_param:")
-    try:
-      R = float(text)
-    except ValueError:
-      R = float("nan")
-    if not (R > 0 and math.isfinite(R)):
-      raise UserError(f"prior {spec!r}: tokens_per_param must be a positive number, "
-                      f"e.g. 'tokens_per_param:20'")
-    return lambda C: math.sqrt(C / (6.0 * R))
-  elif spec.endswith(".json") or os.path.exists(spec):
-    law = law_lib.ScalingLaw.load(spec)
-  else:
-    raise UserError(f"unknown prior {spec!r}: use 'preset:NAME' (one of "
-                    f"{', '.join(presets.names())}), 'tokens_per_param:R' or the path of a "
-                    "law.json")
-  if law.conventions["params"] != "total":
-    raise UserError(f"prior {spec!r} counts {law.conventions['params']} parameters; the grid "
-                    "sizes total parameters, so refit it with the total convention")
-  return lambda C: law.optimum(C)[0]
-
-
-# --------------------------------------------------------------------------- config checks
-
-
-def _numbers(x, where: str) -> list[float]:
-  if not isinstance(x, (list, tuple)):
-    raise UserError(f"{where} must be a list of numbers, got {x!r}")
-  out = []
-  for v in x:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
-        math.isfinite(v) and v > 0):
-      raise UserError(f"{where} must hold positive finite numbers, got {v!r}")
-    out.append(float(v))
-  return out
-
-
-def _sizes_per_budget(cfg, budgets: list[float]) -> list[list[float] | None]:
-  """Explicit sizes for each budget, or None where the prior picks them."""
-  sizes = cfg.get("sizes") or ()
-  if not sizes:
-    return [None] * len(budgets)
-  if all(isinstance(s, (list, tuple)) for s in sizes):
-    if len(sizes) != len(budgets):
-      raise UserError(f"sizes has {len(sizes)} lists for {len(budgets)} budgets; give one "
-                      "list per budget, or one flat list used at every budget")
-    return [_numbers(s, f"sizes[{i}]") or None for i, s in enumerate(sizes)]
-  flat = _numbers(list(sizes), "sizes")
-  return [flat] * len(budgets)
-
-
-def check_config(cfg: ml_collections.ConfigDict) -> None:
-  """Refuse a sweep config that cannot make a grid (UserError naming the key)."""
-  budgets = cfg.get("budgets") or ()
-  fixed = cfg.get("fixed_n") or {}
-  if not budgets and not fixed.get("sizes"):
-    raise UserError("budgets is empty: give the compute budgets C in FLOPs, "
-                    "e.g. --config.budgets='(1e12,3e12)'")
-  budgets = _numbers(list(budgets), "budgets")
-  if len(set(budgets)) != len(budgets):
-    raise UserError(f"budgets has repeats: {budgets}; list each budget once")
-  if cfg.flops not in conventions.FLOPS_CONVENTIONS:
-    raise UserError(f"flops={cfg.flops!r} is not one of "
-                    f"{', '.join(conventions.FLOPS_CONVENTIONS)}")
-  if not (isinstance(cfg.n_per_budget, int) and cfg.n_per_budget >= 1):
-    raise UserError(f"n_per_budget must be an integer >= 1, got {cfg.n_per_budget!r}")
-  if not (cfg.span >= 0 and math.isfinite(cfg.span)) or (cfg.span == 0 and
-                                                          cfg.n_per_budget > 1):
-    raise UserError(f"span={cfg.span!r} must be a positive number of decades either side of "
-                    "the prior optimum (0 only with n_per_budget=1)")
-  if not (isinstance(cfg.min_steps, int) and cfg.min_steps >= 1):
-    raise UserError(f"min_steps must be an integer >= 1, got {cfg.min_steps!r}")
-  if not (isinstance(cfg.vocab_size, int) and cfg.vocab_size > 0):
-    raise UserError(f"vocab_size must be a positive integer (the tokenizer's), "
-                    f"got {cfg.vocab_size!r}")
-  if not cfg.train.seq_len > 0:
-    raise UserError(f"train.seq_len must be positive, got {cfg.train.seq_len}")
-  sizes = _sizes_per_budget(cfg, budgets)
-  if any(s is None for s in sizes) and not cfg.get("prior"):
-    raise UserError("prior is empty and some budgets have no explicit sizes: set prior to "
-                    "'preset:NAME', 'tokens_per_param:R' or a law.json path")
-  if fixed:
-    n_sizes, ratios = fixed.get("sizes") or (), fixed.get("tokens_per_param") or ()
-    _numbers(list(n_sizes), "fixed_n.sizes")
-    _numbers(list(ratios), "fixed_n.tokens_per_param")
-    if bool(n_sizes) != bool(ratios):
-      raise UserError("fixed_n needs both sizes and tokens_per_param (or neither)")
-    if fixed.get("schedule", "cosine") not in ("cosine", "wsd"):
-      raise UserError(f"fixed_n.schedule={fixed.get('schedule')!r} is not cosine or wsd")
 
 
 # --------------------------------------------------------------------------- the grid
@@ -244,6 +143,7 @@ class _Target:
   ratio: float = 0.0       # fixed N: tokens per parameter
   shape: Shape | None = None
   reason: str = ""
+  series: str = ""
 
 
 def _shapes(targets: list[_Target], cfg, shape_fn: ShapeFn,
@@ -264,9 +164,10 @@ def _shapes(targets: list[_Target], cfg, shape_fn: ShapeFn,
   return out
 
 
-def _name(t: _Target, s: Shape | None) -> str:
+def _name(t: _Target, s: Shape | None) -> tuple[str, str]:
+  """(the cell's name, its fixed-N series' name or "")."""
   n = _num(conventions.params(s) if s is not None else t.N_target)
-  return f"C{_num(t.budget)}-N{n}" if t.isoflop else f"N{n}-T{t.ratio:g}"
+  return (f"C{_num(t.budget)}-N{n}", "") if t.isoflop else (f"N{n}-T{t.ratio:g}", f"N{n}")
 
 
 def _named(group: list[_Target]) -> list[_Target]:
@@ -274,11 +175,12 @@ def _named(group: list[_Target]) -> list[_Target]:
   seen: dict[tuple, float] = {}  # (shape, tokens per parameter) -> the first target
   out = []
   for t in group:
-    t = dataclasses.replace(t, name=_name(t, t.shape))
+    name, series = _name(t, t.shape)
+    t = dataclasses.replace(t, name=name, series=series)
     if t.shape is not None and not t.reason:
       key = (t.shape, t.ratio)
       if key in seen:
-        t = dataclasses.replace(t, name=_name(t, None), reason=(
+        t = dataclasses.replace(t, name=_name(t, None)[0], reason=(
             f"duplicate shape: N≈{t.N_target:.3g} maps to {_shape_tag(t.shape)}, already "
             f"the shape of N≈{seen[key]:.3g} here; widen the span or use fewer sizes"))
       else:
@@ -288,28 +190,24 @@ def _named(group: list[_Target]) -> list[_Target]:
   for t in out:
     if not t.reason:
       counts[t.name] = counts.get(t.name, 0) + 1
-  return [dataclasses.replace(t, name=f"{t.name}-{_shape_tag(t.shape)}")
+  return [dataclasses.replace(t, name=f"{t.name}-{_shape_tag(t.shape)}",
+                              series=t.series and f"{t.series}-{_shape_tag(t.shape)}")
           if not t.reason and counts[t.name] > 1 else t for t in out]
 
 
-def make_grid(
-    sweep_cfg: ml_collections.ConfigDict,
-    shape_fn: ShapeFn | None = None,
-    unique_tokens: float | None = None,
-) -> tuple[list[Cell], list[str]]:
+def make_grid(sweep_cfg: ml_collections.ConfigDict,
+              shape_fn: ShapeFn | None = None) -> tuple[list[Cell], list[str]]:
   """(cells, refusals): the runnable cells, and one line per refused cell with its reason.
 
   shape_fn(N_target, *, vocab_size, seq_len, tied) -> Shape; default the models' recipe.
-  unique_tokens: the train split's size; cells with D beyond it are refused unless
-    `allow_repeats`.
   """
   cfg = sweep_cfg
-  check_config(cfg)
-  rec = recipe_lib.from_config(cfg.get("recipe"))
+  grid_checks.check_config(cfg)
+  rec = recipe_lib.from_config(cfg.recipe)
   shape_fn = shape_fn or _default_shape_fn()
-  budgets = _numbers(list(cfg.get("budgets") or ()), "budgets")
-  sizes = _sizes_per_budget(cfg, budgets)
-  prior = prior_optimum(cfg.prior) if cfg.get("prior") else None
+  budgets = grid_checks.numbers(list(cfg.budgets), "budgets")
+  sizes = grid_checks.sizes_per_budget(cfg, budgets)
+  prior = prior_lib.prior_optimum(cfg.prior) if cfg.prior else None
 
   groups: list[list[_Target]] = []
   for C, explicit in zip(budgets, sizes):
@@ -317,15 +215,14 @@ def make_grid(
       u = np.linspace(-1.0, 1.0, cfg.n_per_budget) if cfg.n_per_budget > 1 else np.zeros(1)
       explicit = [float(prior(C) * 10.0**(cfg.span * ui)) for ui in u]
     groups.append([_Target("", C, N, True) for N in sorted(explicit)])
-  fixed = cfg.get("fixed_n") or {}
-  if fixed and fixed.get("sizes"):
-    groups.append([_Target("", 0.0, float(N), False, float(R))
-                   for N in sorted(fixed.sizes) for R in sorted(fixed.tokens_per_param)])
+  if cfg.fixed_n.sizes:
+    groups.append([_Target("", 0.0, float(N), False, float(R)) for N in sorted(cfg.fixed_n.sizes)
+                   for R in sorted(cfg.fixed_n.tokens_per_param)])
 
   cells, refusals = [], []
   for group in groups:
     for t in _named(_shapes(group, cfg, shape_fn, rec)):
-      result = t.reason or _cell(t, cfg, rec, unique_tokens)
+      result = t.reason or _cell(t, cfg, rec)
       if isinstance(result, str):
         refusals.append(f"{t.name}: refused: {result}")
       else:
@@ -333,7 +230,7 @@ def make_grid(
   return cells, refusals
 
 
-def _cell(t: _Target, cfg, rec: recipe_lib.Recipe, unique_tokens: float | None) -> Cell | str:
+def _cell(t: _Target, cfg, rec: recipe_lib.Recipe) -> Cell | str:
   s, seq_len = t.shape, int(cfg.train.seq_len)
   N = conventions.params(s)
   per_token = conventions.flops_per_token(s, cfg.flops)
@@ -348,58 +245,22 @@ def _cell(t: _Target, cfg, rec: recipe_lib.Recipe, unique_tokens: float | None) 
     return (f"{steps} steps < min_steps={cfg.min_steps} even at the smallest batch "
             f"({batch}x{seq_len} tokens); raise the budget or lower min_steps")
   D = float(steps * batch * seq_len)
-  if unique_tokens is not None and not cfg.allow_repeats and D > unique_tokens:
-    return (f"D={D:.3g} tokens exceeds the data's {unique_tokens:.3g} unique tokens; "
-            "set allow_repeats=True to repeat data, or use a larger corpus")
   counts = conventions.counts(s, D)
   return Cell(
       name=t.name, budget=budget, N=N, shape=s, D=D, tokens_per_param=D / N, steps=steps,
       batch_size=batch, seq_len=seq_len, peak_lr=rec.lr(N, budget),
       warmup_steps=rec.warmup_steps(steps), flops_6ND=counts["flops_6ND"],
       flops_chinchilla=counts["flops_chinchilla"], N_target=t.N_target, flops=cfg.flops,
-      isoflop=t.isoflop)
+      isoflop=t.isoflop, series=t.series)
 
 
-# --------------------------------------------------------------------------- the table
-
-
-def _duration(seconds: float) -> str:
-  for unit, size, top in (("s", 1, 60), ("m", 60, 60), ("h", 3600, 24)):
-    if round(seconds / size, 1) < top:
-      return f"{seconds / size:.0f}s" if unit == "s" else f"{seconds / size:.1f}{unit}"
-  return f"{seconds / 86400:.1f}d"
-
-
-def format_table(cells: Sequence[Cell], refusals: Sequence[str] = (),
-                 seconds: Callable[[Cell], float] | None = None) -> str:
-  """The dry-run table: one row per cell, then totals and the refusals.
-
-  seconds: a cell's estimated wall time (`sweep.time_model`); adds a time column and a total.
-  """
-  head = ["cell", "C", "N", "d_model x L", "heads", "d_ff", "D", "D/N", "steps", "batch",
-          "peak LR", "C 6ND", "C chinchilla"]
-  if seconds is not None:
-    head.append("time")
-  rows = []
-  for c in cells:
-    s = c.shape
-    row = [c.name, f"{c.budget:.3g}", f"{c.N:,}", f"{s.d_model} x {s.n_layers}",
-           str(s.n_heads), str(s.d_ff), f"{c.D:.3g}", f"{c.tokens_per_param:.1f}",
-           str(c.steps), f"{c.batch_size} x {c.seq_len}", f"{c.peak_lr:.2e}",
-           f"{c.flops_6ND:.3g}", f"{c.flops_chinchilla:.3g}"]
-    if seconds is not None:
-      row.append(_duration(seconds(c)))
-    rows.append(row)
-  widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-  line = lambda r: "  ".join(v.ljust(w) if i == 0 else v.rjust(w)
-                             for i, (v, w) in enumerate(zip(r, widths))).rstrip()
-  out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
-  total_6nd = sum(c.flops_6ND for c in cells)
-  total_ch = sum(c.flops_chinchilla for c in cells)
-  summary = (f"{len(cells)} cells, {len(refusals)} refused; total {total_6nd:.3g} FLOPs (6ND), "
-             f"{total_ch:.3g} (chinchilla)")
-  if seconds is not None:
-    summary += f"; about {_duration(sum(map(seconds, cells)))} of training"
-  out += ["", summary]
-  out += [f"  {r}" for r in refusals]
-  return "\n".join(out)
+def beyond_data(cells: list[Cell], unique_tokens: float,
+                allow_repeats: bool) -> tuple[list[Cell], list[str]]:
+  """(the cells the data can serve, one refusal per cell whose D exceeds its unique tokens);
+  with `allow_repeats` every cell is kept (the data repeats)."""
+  if allow_repeats:
+    return list(cells), []
+  kept = [c for c in cells if c.D <= unique_tokens]
+  return kept, [f"{c.name}: refused: D={c.D:.3g} tokens exceeds the data's {unique_tokens:.3g} "
+                "unique tokens; set allow_repeats=True to repeat data, or use a larger corpus"
+                for c in cells if c.D > unique_tokens]

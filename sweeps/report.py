@@ -1,4 +1,4 @@
-"""`chinchax report WORKDIR`: WORKDIR/report.md from its runs.jsonl and law.json.
+"""WORKDIR/report.md of a sweep, from its runs.jsonl and law.json (`chinchax report WORKDIR`).
 
 The report, in order: the runs (one row per cell: C, N, shape, D, D/N, steps, status, eval
 loss, time), the per-budget IsoFLOP minima (the best measured run of each budget, and
@@ -10,7 +10,6 @@ compute-optimal N*, D* for budgets beyond the sweep (`scaling.plan`), and links 
 plots. `chinchax sweep` writes it at the end; this command rebuilds it.
 """
 
-import argparse
 import json
 import math
 import os
@@ -179,12 +178,3 @@ def write_report(workdir: str, fit_error: str | None = None) -> str:
   path = os.path.join(workdir, "report.md")
   atomic.write_text(path, text)
   return path
-
-
-def main(argv: list[str]) -> int:
-  p = argparse.ArgumentParser(prog="chinchax report", description=__doc__.splitlines()[0])
-  p.add_argument("workdir", help="a sweep workdir (its runs.jsonl and law.json)")
-  args = p.parse_args(argv)
-  atomic.check_backend(args.workdir, None)
-  print(f"wrote {write_report(args.workdir)}")
-  return 0

@@ -19,6 +19,11 @@ of T_i steps would have been. Each branch writes its own result.json (`schedule:
 Cost: the main run trains max s_i steps, each branch decay_i steps, so WSD spends
 (max s_i + sum decay_i) · tokens_per_step tokens against sum T_i · tokens_per_step for
 cosine runs.
+
+In a sweep, the fixed-N series of one size (`fixed_n.schedule='wsd'`) becomes one WSD job
+named `<series>-wsd` (`job_config`); its rows of runs.jsonl are its branches' records
+(`records`, `finished`). WSD runs its parts with the single run (sweeps/run/), which knows
+nothing of WSD: a branch is a run with `init_from`, the main run one with `wsd.save_steps`.
 """
 
 import dataclasses
@@ -27,8 +32,9 @@ import os
 
 import ml_collections
 
-from chinchax.scaling import atomic
 from chinchax.scaling.errors import UserError
+from chinchax.sweeps import run_record
+from chinchax.sweeps.run import hooks, loop
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,8 +73,30 @@ def plan(branches_D, decay_fraction: float, tokens_per_step: int,
   return out
 
 
-def branch_points_dir(workdir: str, step: int) -> str:
-  return os.path.join(atomic.absolute(workdir), "branch_points", f"step_{step}")
+def branches_of(c: ml_collections.ConfigDict) -> list[Branch]:
+  """The branches a WSD run config asks for (`wsd.branches`)."""
+  return plan(c.wsd.branches, c.wsd.decay_fraction, c.batch_size * c.seq_len,
+              c.optimizer.warmup_steps)
+
+
+def is_wsd(c: ml_collections.ConfigDict) -> bool:
+  """A WSD run: one stable run whose cooldown branches are the records."""
+  return bool(c.wsd.branches)
+
+
+def branch_workdir(c: ml_collections.ConfigDict, workdir: str, b: Branch) -> str:
+  return os.path.join(workdir, c.name + b.name_suffix)
+
+
+def job_config(series: str, longest: ml_collections.ConfigDict, Ds) -> ml_collections.ConfigDict:
+  """The WSD job of a fixed-N series: `longest` (the train config of its largest D) with a
+  cooldown branch at each of `Ds`, named `<series>-wsd`."""
+  cfg = longest.copy_and_resolve_references()
+  with cfg.unlocked():
+    cfg.name = f"{series}-wsd"
+    cfg.optimizer.schedule = "wsd"
+    cfg.wsd.branches = tuple(sorted(Ds))
+  return cfg
 
 
 def main_config(c: ml_collections.ConfigDict, branches: list[Branch]) -> ml_collections.ConfigDict:
@@ -93,32 +121,49 @@ def branch_config(c: ml_collections.ConfigDict, b: Branch, workdir: str) -> ml_c
     r.optimizer.decay_fraction = float(c.wsd.decay_fraction)
     r.wsd.branches = ()
     r.wsd.save_steps = ()
-    r.init_from = branch_points_dir(workdir, b.start)
+    r.init_from = hooks.branch_point_dir(workdir, b.start)
     r.branch_of = c.name
   return r
 
 
-def train_wsd(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
-              devices=None) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Result:
+  """A WSD run: its status ("done", "failed" or "stopped") and the records of its parts."""
+
+  status: str
+  main: dict
+  branches: tuple[dict, ...]
+
+  @property
+  def records(self) -> tuple[dict, ...]:
+    """Its rows of runs.jsonl: the branches (the stable run is no scaling point), or the
+    stable run's record when it failed before any branch."""
+    return self.branches or (self.main,)
+
+
+def train_wsd(c: ml_collections.ConfigDict, workdir: str, **run_args) -> Result:
   """Runs the stable run in `workdir`, then each branch in `workdir/<name>-D<D_i>`.
 
-  Returns {"status", "main": record, "branches": [record, ...]}; status is "stopped" when a
-  stop flag interrupted any part (rerun to resume: finished parts are skipped).
+  `run_args` go to every part's `loop.train` (stop, quiet, devices, checkpoint_lock). The
+  status is "stopped" when a stop flag interrupted any part: rerun to resume, finished parts
+  are skipped.
   """
-  from chinchax.sweeps import train as train_lib  # pylint: disable=g-import-not-at-top
-
-  branches = plan(c.wsd.branches, c.wsd.decay_fraction, c.batch_size * c.seq_len,
-                  c.optimizer.warmup_steps)
-  main = train_lib.train(main_config(c, branches), workdir, stop=stop, quiet=quiet,
-                         devices=devices)
-  out = {"status": main.get("status"), "main": main, "branches": []}
+  branches = branches_of(c)
+  main = loop.train(main_config(c, branches), workdir, **run_args)
   if main.get("status") != "done":
-    return out
+    return Result(main.get("status"), main, ())
+  done = []
   for b in branches:
-    rec = train_lib.train(branch_config(c, b, workdir), os.path.join(workdir, c.name + b.name_suffix),
-                          stop=stop, quiet=quiet, devices=devices)
-    out["branches"].append(rec)
+    rec = loop.train(branch_config(c, b, workdir), branch_workdir(c, workdir, b), **run_args)
+    done.append(rec)
     if rec.get("status") != "done":
-      out["status"] = rec.get("status")
-      break
-  return out
+      return Result(rec.get("status"), main, tuple(done))
+  return Result("done", main, tuple(done))
+
+
+def finished(c: ml_collections.ConfigDict, workdir: str) -> tuple[dict, ...] | None:
+  """The branches' records when every branch of the WSD run in `workdir` is done, else None."""
+  records = [run_record.read_result(branch_workdir(c, workdir, b)) for b in branches_of(c)]
+  if all(r is not None and r.get("status") == "done" for r in records):
+    return tuple(records)
+  return None

@@ -1,7 +1,26 @@
 """Shared fixtures and the test tiers.
 
-Two tiers: `pytest -m "not slow" -n 2` (the fast tier: numerics, configs, parsers) and the
-whole suite. A test is `@pytest.mark.slow` when it trains a model or spawns a process.
+Two tiers: `pytest -m "not slow" -n 2` (the fast tier: numerics, configs, parsers, the
+pipeline on stand-in runs) and the whole suite. A test is `@pytest.mark.slow` when it trains
+a model or spawns a process.
 """
 
+import pytest
+
+from tests.helpers import sweep_helper
 from tests.helpers.fake_gcs import fake_gcs  # noqa: F401  (a fixture: gs:// on a local folder)
+
+
+@pytest.fixture
+def tiny_config():
+  """A fresh copy of the train config's `tiny` preset: 24 steps of 8 x 32 tokens of the
+  default corpus, an eval and a checkpoint every 8 steps."""
+  from chinchax.sweeps.configs import train  # pylint: disable=g-import-not-at-top
+  return train.get_config("tiny")
+
+
+@pytest.fixture
+def tiny_sweep_argv():
+  """argv(workdir, *more): `chinchax sweep` flags of the two-cell grid of
+  tests/helpers/sweep_helper.py (~10 steps per cell), with more flags appended."""
+  return sweep_helper.argv

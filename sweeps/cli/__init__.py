@@ -1,7 +1,8 @@
 """The `chinchax` console script: one dispatcher, one module per subcommand.
 
 Subcommands are imported lazily so that `chinchax plan` never pays for importing jax.
-Every subcommand is `main(argv: list[str]) -> int`. A `UserError` becomes one line on stderr
+Every subcommand is a small module `main(argv: list[str]) -> int` that parses its flags
+(cli/flags.py), calls a library function and prints. A `UserError` becomes one line on stderr
 and exit status 2; anything else is a bug and keeps its traceback.
 """
 
@@ -13,14 +14,14 @@ from chinchax.scaling.errors import UserError
 
 # name -> (module, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "sweep": ("chinchax.sweeps.sweep", "train a sweep grid (resumable), fit it, write report.md"),
-    "train": ("chinchax.sweeps.train", "train one model (one sweep cell) end to end"),
+    "sweep": ("chinchax.sweeps.cli.sweep", "train a sweep grid (resumable), fit it, write report.md"),
+    "train": ("chinchax.sweeps.cli.train", "train one model (one sweep cell) end to end"),
     "fit": ("chinchax.sweeps.cli.fit", "fit scaling laws to runs and write law.json"),
     "plan": ("chinchax.sweeps.cli.plan", "plan N and D for a compute budget from a law"),
     "models": ("chinchax.sweeps.cli.models", "print the shape recipe's table of model sizes"),
     "tokenizer": ("chinchax.sweeps.cli.tokenizer", "train a SentencePiece tokenizer on a corpus"),
     "eval": ("chinchax.sweeps.cli.eval", "evaluate a run's checkpoints on extra held-out sets"),
-    "report": ("chinchax.sweeps.report", "rebuild a sweep workdir's report.md"),
+    "report": ("chinchax.sweeps.cli.report", "rebuild a sweep workdir's report.md"),
 }
 
 USAGE = "usage: chinchax COMMAND [ARGS...]\n\ncommands:\n" + "\n".join(
@@ -35,9 +36,11 @@ def run(argv: list[str]) -> int:
   if name not in COMMANDS:
     print(f"chinchax: unknown command {name!r}; one of: {', '.join(COMMANDS)}", file=sys.stderr)
     return 2
-  module = importlib.import_module(COMMANDS[name][0])
   try:
+    module = importlib.import_module(COMMANDS[name][0])
     return int(module.main(rest) or 0)
+  except SystemExit as e:  # --help, or argparse's own exit
+    return e.code if isinstance(e.code, int) else int(e.code is not None)
   except UserError as e:
     print(f"chinchax {name}: error: {e}", file=sys.stderr)
     return 2

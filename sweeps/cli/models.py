@@ -5,20 +5,19 @@ token in both conventions (`6N` with N total, and Chinchilla's App. F count). A 
 vocabulary makes unreachable is shown as such rather than stopping the table.
 """
 
-import argparse
-
 import numpy as np
 
 from chinchax.models.shapes import shape_for_params
 from chinchax.scaling import conventions
 from chinchax.scaling.errors import UserError
+from chinchax.sweeps.cli import flags
 
 HEADER = ("N target", "d_model", "layers", "heads", "d_ff", "N total", "N non-emb",
           "FLOPs/tok 6N", "FLOPs/tok chinchilla")
 
 
-def _parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog="chinchax models", description=__doc__.splitlines()[0])
+def _parser() -> flags.ArgParser:
+  p = flags.ArgParser(prog="chinchax models", description=__doc__.splitlines()[0])
   p.add_argument("--vocab", type=int, default=32000, help="vocabulary size (default 32000)")
   p.add_argument("--seq-len", type=int, default=2048, help="sequence length (default 2048)")
   p.add_argument("--min", type=float, default=1e6, help="smallest N target (default 1e6)")
@@ -39,12 +38,14 @@ def grid(N_min: float, N_max: float, per_decade: int) -> np.ndarray:
   return N_min * 10.0 ** (np.arange(n) / per_decade)
 
 
-def rows(args: argparse.Namespace) -> list[tuple[str, ...]]:
+def rows(N_targets, *, vocab: int, seq_len: int, tied: bool,
+         convention: str) -> list[tuple[str, ...]]:
+  """One table row per target N: the recipe's shape and its counts."""
   out = []
-  for N in grid(args.min, args.max, args.per_decade):
+  for N in N_targets:
     try:
-      s = shape_for_params(N, vocab_size=args.vocab, seq_len=args.seq_len, tied=args.tied,
-                           convention=args.convention)
+      s = shape_for_params(N, vocab_size=vocab, seq_len=seq_len, tied=tied,
+                           convention=convention)
     except UserError:
       out.append((f"{N:.3g}", "unreachable for this vocab", "", "", "", "", "", "", ""))
       continue
@@ -61,7 +62,8 @@ def main(argv: list[str]) -> int:
   if args.vocab <= 0 or args.seq_len <= 0:
     raise UserError(f"models: --vocab and --seq-len must be positive, got {args.vocab}, "
                     f"{args.seq_len}")
-  table = [HEADER] + rows(args)
+  table = [HEADER] + rows(grid(args.min, args.max, args.per_decade), vocab=args.vocab,
+                          seq_len=args.seq_len, tied=args.tied, convention=args.convention)
   widths = [max(len(r[i]) for r in table if len(r[1]) < 20 or i != 1) for i in range(len(HEADER))]
   print(f"# vocab={args.vocab} seq_len={args.seq_len} tied={args.tied} "
         f"targets count {args.convention} parameters")

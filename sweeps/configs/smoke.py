@@ -59,5 +59,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.min_steps = 100
   c.vocab_size = 258         # bytes: 256 values, end-of-document, padding
   c.recipe.min_d_model = 16
-  c.bootstrap = 1000
   return c

@@ -2,18 +2,16 @@ r"""The CI sweep: two budgets of byte-level models small enough to train in abou
 
     chinchax sweep --config=sweeps/configs/tiny.py --workdir=/tmp/chinchax-tiny --dry-run
 
-prints the grid and exits:
+prints the grid and exits, without opening the data:
 
-    cell                   C       N  d_model x L  heads  d_ff         D   D/N  steps    batch   peak LR    C 6ND  C chinchilla
-    ---------------  -------  ------  -----------  -----  ----  --------  ----  -----  -------  --------  -------  ------------
-    C2.5e11-N4.54e4  2.5e+11  45,376       64 x 1      1    64  9.19e+05  20.2    598  24 x 64  8.41e-03  2.5e+11      3.86e+11
-    C2.5e11-N7e4     2.5e+11  69,952       64 x 1      1   192  5.96e+05   8.5    388  24 x 64  7.28e-03  2.5e+11      3.38e+11
-    C5e11-N4.54e4      5e+11  45,376       64 x 1      1    64  1.84e+06  40.5    926  31 x 64  8.41e-03    5e+11      7.71e+11
-    C5e11-N7e4         5e+11  69,952       64 x 1      1   192  1.19e+06  17.0    600  31 x 64  7.28e-03    5e+11      6.75e+11
-    C5e11-N9.45e4      5e+11  94,528       64 x 1      1   320  8.81e+05   9.3    444  31 x 64  6.59e-03    5e+11       6.3e+11
+    cell                   C       N  d_model x L  heads  d_ff         D   D/N  steps    batch   peak LR    C 6ND  C chinchilla  time
+    ---------------  -------  ------  -----------  -----  ----  --------  ----  -----  -------  --------  -------  ------------  ----
+    C2.5e11-N3.2e4   2.5e+11  31,968       32 x 2      1    80   1.3e+06  40.8    849  24 x 64  9.45e-03  2.5e+11      3.79e+11   19s
+    C2.5e11-N4.54e4  2.5e+11  45,376       64 x 1      2    64  9.19e+05  20.2    598  24 x 64  8.41e-03  2.5e+11      3.86e+11   19s
+    ...
+    C5e11-N9.15e4      5e+11  91,456       64 x 1      2   304  9.11e+05  10.0    459  31 x 64  6.66e-03    5e+11      6.35e+11   24s
 
-    5 cells, 1 refused; total 2e+12 FLOPs (6ND), 2.8e+12 (chinchilla)
-      C2.5e11-N3.23e4: refused: no shape for N≈3.23e+04 (shape recipe: ...)
+    6 cells, 0 refused; total 2.25e+12 FLOPs (6ND), 3.21e+12 (chinchilla); about 2.3m of training
 
 It is the smoke sweep (sweeps/configs/smoke.py) shrunk: 2 budgets × 3 sizes around
 N* = sqrt(C/120) (D = 20·N), ±0.15 decades, seq_len 64. The sizes sit at the shape recipe's

@@ -15,6 +15,8 @@ the machine)
 
 and leaves config.json, metrics.jsonl, tensorboard/, checkpoints/ and result.json in the
 workdir. Rerun the same command to resume a stopped run; a finished one is not trained again.
+With --dry-run it prints the run's plan (shape, N, D, steps, schedule, mesh, the features on)
+without opening the data or writing a file.
 
 ARG picks a preset: `cpu` (default: 0.49M parameters, 1.6M tokens, 2-4 minutes on 2 cores),
 `tiny` (for tests: 24 steps, a few seconds after compiling). Any key can be overridden:

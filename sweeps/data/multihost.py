@@ -3,7 +3,7 @@
 The rows come from the sharding itself: process p loads the sorted union of the batch-axis
 slices of its addressable devices, then `jax.make_array_from_process_local_data` places them.
 On a mesh whose data axis is laid out by process this is the contiguous block
-`packing.process_rows(B, p, P)` = [p*B/P, (p+1)*B/P); when the batch is replicated across
+rows [p*B/P, (p+1)*B/P); when the batch is replicated across
 processes (e.g. a model axis spans hosts) each replica loads the same rows, as JAX requires.
 Every row is still global sample `step*B + row`, so the global batch does not depend on the
 number of processes. Sequence-axis sharding is handled by JAX from the full-length rows.

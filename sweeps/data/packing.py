@@ -80,15 +80,6 @@ class SampleOrder:
     return np.array([self._perm[int(i)] for i in np.asarray(samples).ravel()], np.int64)
 
 
-def process_rows(batch_size: int, process_index: int, process_count: int) -> np.ndarray:
-  """Rows of the global batch that process p of P loads: the contiguous block p."""
-  check_divisible(batch_size, process_count, "data-parallel processes")
-  if not 0 <= process_index < process_count:
-    raise UserError(f"process_index={process_index} is not in [0, {process_count})")
-  per = batch_size // process_count
-  return np.arange(process_index * per, (process_index + 1) * per)
-
-
 def step_samples(step: int, batch_size: int, rows: np.ndarray | None = None) -> np.ndarray:
   """Global sample indices of `rows` (default: all) of the batch at `step`."""
   if step < 0:

@@ -88,18 +88,6 @@ class Dataset:
   def epochs_for(self, D: float) -> float:
     return D / self.epoch_tokens
 
-  def describe(self, D: float | None = None) -> dict:
-    """The data facts a run record stores (JSON-ready)."""
-    out = {"dataset": self.tfds_name, "text_key": self.cfg.text_key,
-           "tokenizer": self.tokenizer.name, "vocab_size": self.vocab_size,
-           "eod_id": self.tokenizer.eod_id, "pad_id": self.tokenizer.pad_id,
-           "seq_len": self.cfg.seq_len, "batch_size": self.cfg.batch_size,
-           "seed": self.cfg.seed, "unique_tokens": self.unique_tokens,
-           "epoch_tokens": self.epoch_tokens}
-    if D is not None:
-      out["epochs"] = self.epochs_for(D)
-    return out
-
 
 def open_dataset(cfg: DataConfig) -> Dataset:
   """Resolves, builds (once) and tokenises (once) the dataset; checks it can serve `cfg`."""

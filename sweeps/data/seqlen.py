@@ -41,9 +41,6 @@ class Schedule:
         L = length
     return L
 
-  def lengths(self) -> tuple[int, ...]:
-    return tuple(length for _, length in self.stages)
-
 
 def make(seq_len: int, seq_len_start: int, warmup_fraction: float, total_steps: int) -> Schedule:
   """The doubling schedule; seq_len_start = 0 or = seq_len means no warmup (one stage)."""

@@ -3,7 +3,7 @@
 Run as a script it trains that grid with the executor given (in a fresh process, so that
 XLA_FLAGS can ask for fake CPU devices) and prints one JSON line per cell:
 
-    python tests/sweep_helper.py WORKDIR EXECUTOR [DEVICES_PER_CELL]
+    python tests/helpers/sweep_helper.py WORKDIR EXECUTOR [DEVICES_PER_CELL]
 """
 
 import json
@@ -40,15 +40,16 @@ TRUTH = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 FAILING_CELL = "C3e12-N1.59e5"  # the middle size of the middle budget (shape recipe)
 
 
-def synthetic_train(c, workdir, *, stop=None, quiet=False, devices=None):
-  """train() replaced by the known law L(N, D): the runner, fit and report see real records."""
+def synthetic_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpoint_lock=None):
+  """The run (`run.loop.train`) replaced by the known law L(N, D): the runner, fit and report
+  see real records."""
   from chinchax.scaling import conventions  # pylint: disable=g-import-not-at-top
   from chinchax.sweeps import run_record  # pylint: disable=g-import-not-at-top
-  from chinchax.sweeps import train as train_lib  # pylint: disable=g-import-not-at-top
-  del stop, quiet, devices
+  from chinchax.sweeps.run import config as run_config  # pylint: disable=g-import-not-at-top
+  del stop, quiet, devices, checkpoint_lock
   if c.name == FAILING_CELL:
     raise RuntimeError("out of memory\nsecond line of the message")
-  shape = train_lib.model_config(c, 258).shape
+  shape = run_config.model_config(c, 258).shape
   N, D = conventions.params(shape), c.tokens
   loss = TRUTH["E"] + TRUTH["A"] / N**TRUTH["alpha"] + TRUTH["B"] / D**TRUTH["beta"]
   record = run_record.make(name=c.name, shape=shape, D=D, budget=c.budget or None,
@@ -64,10 +65,10 @@ def synthetic_argv(workdir):
 
 
 def main(workdir: str, executor: str, devices_per_cell: str = "1") -> None:
-  from chinchax.sweeps import sweep  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import cli  # pylint: disable=g-import-not-at-top
   t0 = time.time()
-  rc = sweep.main(argv(workdir, f"--config.executor={executor}",
-                       f"--config.devices_per_cell={devices_per_cell}", "--quiet"))
+  rc = cli.run(["sweep", *argv(workdir, f"--config.executor={executor}",
+                               f"--config.devices_per_cell={devices_per_cell}", "--quiet")])
   print(json.dumps({"rc": rc, "wall_s": time.time() - t0,
                     "results": {k: {"status": v["status"], "eval_loss": v["eval_loss"],
                                     "devices": v.get("devices")}

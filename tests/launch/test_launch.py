@@ -119,6 +119,7 @@ def test_v5p_32_all_creates_installs_starts_then_deletes_in_order(capsys, checko
   assert ["gcloud", "storage", "cp", "-r", "gs://b/sweep", "."] in lines
 
 
+@pytest.mark.slow
 def test_tpu_sweep_command_survives_quoting(capsys, checkout):
   lines = dry_run(capsys, tpu.main, "all", *TPU, "--accelerator=v5litepod-8",
                   "--repo=https://github.com/o/chinchax", f"--config={CONFIG}:small",
@@ -211,6 +212,7 @@ def test_single_host_slice_accepts_a_local_workdir(capsys, checkout):
   assert lines[-1][4] == "ssh"
 
 
+@pytest.mark.slow
 def test_runs_as_a_file_from_the_checkout():
   done = subprocess.run([sys.executable, "launch/tpu.py", "down", *TPU, "--dry-run"],
                         cwd=REPO, capture_output=True, text=True, timeout=60,
@@ -222,6 +224,7 @@ def test_runs_as_a_file_from_the_checkout():
 # ---------------------------------------------------------------------------- GPU
 
 
+@pytest.mark.slow
 def test_gpu_hosts_get_distinct_process_ids_and_one_coordinator(capsys, tmp_path):
   hosts = ["gpu0", "me@gpu1", "gpu2"]
   lines = dry_run(capsys, gpu.main, f"--hosts={','.join(hosts)}", "--port=8476",

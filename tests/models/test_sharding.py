@@ -38,6 +38,7 @@ def measured():
 MESHES = ["(8, 1, 1)", "(1, 8, 1)", "(2, 2, 2)", "(1, 2, 4)"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mesh", MESHES)
 def test_loss_gradients_and_three_steps_equal_single_device(measured, mesh):
   m = measured["meshes"][mesh]
@@ -47,6 +48,7 @@ def test_loss_gradients_and_three_steps_equal_single_device(measured, mesh):
   assert m["moved"] > 0.1  # the three steps really changed the parameters
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mesh", MESHES)
 def test_every_shard_has_the_shape_the_rules_imply(measured, mesh):
   m = measured["meshes"][mesh]
@@ -54,6 +56,7 @@ def test_every_shard_has_the_shape_the_rules_imply(measured, mesh):
   assert m["mu_shards"] == m["expected"]  # optimizer state follows the parameters
 
 
+@pytest.mark.slow
 def test_fsdp_and_tensor_parallel_really_split(measured):
   meshes = measured["meshes"]
   assert measured["n_params"] == N_TINY
@@ -67,11 +70,13 @@ def test_fsdp_and_tensor_parallel_really_split(measured):
   assert meshes["(1, 2, 4)"]["shards"]["['w_out']"] == [32, 64]
 
 
+@pytest.mark.slow
 def test_init_directly_on_shards_gives_the_single_device_values(measured):
   # (2, 2, 2) started from this sharded init; its trajectory matched above as well.
   assert measured["sharded_init_rel"] == 0.0
 
 
+@pytest.mark.slow
 def test_shard_grad_op_replicates_params_shards_state_and_matches(measured):
   z = measured["zero2"]
   assert z["params_rel"] <= 1e-5
@@ -79,6 +84,7 @@ def test_shard_grad_op_replicates_params_shards_state_and_matches(measured):
   assert z["per_device_mu"] == N_TINY // 8
 
 
+@pytest.mark.slow
 def test_state_saved_under_one_mesh_restores_under_another(measured):
   r = measured["restore"]
   assert r["max_abs"] == 0.0 and r["step"] == 3
@@ -91,6 +97,7 @@ def test_state_saved_under_one_mesh_restores_under_another(measured):
     ("batch_not_divisible", "global batch 12 does not split over the 8 devices"),
     ("mesh_of_7", "has 7 devices but the job has 8"),
 ])
+@pytest.mark.slow
 def test_multi_device_refusals(measured, case, match):
   assert re.search(match, measured["refusals"][case]), measured["refusals"][case]
 

@@ -4,8 +4,11 @@ import json
 import os
 import sysconfig
 
-from chinchax.sweeps import metrics, train
+import pytest
+
+from chinchax.sweeps import metrics
 from chinchax.sweeps.configs import train as train_config
+from chinchax.sweeps.run import loop
 
 STDLIB = sysconfig.get_paths()["stdlib"]
 
@@ -31,15 +34,16 @@ def config(data_dir: str):
   return c
 
 
+@pytest.mark.slow
 def test_resume_inside_a_curriculum_is_exact(tmp_path):
   data_dir = str(tmp_path / "data")
-  whole = train.train(config(data_dir), str(tmp_path / "whole"), quiet=True)
+  whole = loop.train(config(data_dir), str(tmp_path / "whole"), quiet=True)
   assert whole["status"] == "done"
 
   cut = str(tmp_path / "cut")
-  stopped = train.train(config(data_dir), cut, quiet=True, stop=StopAt(9))
+  stopped = loop.train(config(data_dir), cut, quiet=True, stop=StopAt(9))
   assert stopped == {"status": "stopped", "step": 9, "reason": "test"}
-  resumed = train.train(config(data_dir), cut, quiet=True)
+  resumed = loop.train(config(data_dir), cut, quiet=True)
   assert resumed["status"] == "done"
 
   a = metrics.read(os.path.join(tmp_path, "whole", "metrics.jsonl"))

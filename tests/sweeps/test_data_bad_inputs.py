@@ -75,9 +75,8 @@ def test_max_train_tokens_caps_the_stream(built):
   assert capped.epochs_for(capped.epoch_tokens * 3) == 3
 
 
-def test_describe_records_unique_tokens_and_epochs(built):
+def test_epochs_count_whole_windows_of_the_unique_tokens(built):
   _, ds = built
-  d = ds.describe(D=10 * ds.epoch_tokens)
-  assert d["unique_tokens"] == ds.train.shape[0] and d["epochs"] == 10
-  assert d["epoch_tokens"] == (ds.train.shape[0] - 1) // ds.cfg.seq_len * ds.cfg.seq_len
-  assert d["tokenizer"] == "bytes" and d["vocab_size"] == 258
+  assert ds.unique_tokens == ds.train.shape[0]
+  assert ds.epoch_tokens == (ds.train.shape[0] - 1) // ds.cfg.seq_len * ds.cfg.seq_len
+  assert ds.epochs_for(10 * ds.epoch_tokens) == 10

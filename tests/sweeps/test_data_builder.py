@@ -100,6 +100,7 @@ def test_named_dataset_loads_like_the_corpus(corpus, tmp_path):
   assert got == want
 
 
+@pytest.mark.slow
 def test_build_runs_with_tensorflow_unimportable(corpus, tmp_path):
   code = (
       "import sys\n"

@@ -49,8 +49,9 @@ def test_local_rows_match_process_rows_on_a_data_parallel_mesh():
   idx = fake_mesh_indices(n_data=8, n_model=1, B=B)  # 2 devices per process, in order
   for p in range(P_):
     s = FakeProcessSharding(idx, {d: d[0] // 2 for d in idx}, p)
+    # Process p of P holds the contiguous block of rows [p·B/P, (p+1)·B/P).
     np.testing.assert_array_equal(multihost.local_rows(s, (B, 8)),
-                                  packing.process_rows(B, p, P_))
+                                  np.arange(p * B // P_, (p + 1) * B // P_))
 
 
 def test_local_rows_when_model_axis_spans_processes():
@@ -74,6 +75,7 @@ def test_global_batch_on_this_process_is_the_whole_batch():
     np.testing.assert_array_equal(np.asarray(got[k]), want[k])
 
 
+@pytest.mark.slow
 def test_global_batch_on_four_devices_and_indivisible_batch():
   code = (
       "import jax, numpy as np\n"

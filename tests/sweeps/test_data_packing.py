@@ -70,24 +70,15 @@ def test_batches_cover_samples_in_order_across_steps():
   np.testing.assert_array_equal(got, ds.order.windows(np.arange(40)))
 
 
-def test_process_rows_partition_the_batch():
-  B, P = 12, 4
-  rows = [packing.process_rows(B, p, P) for p in range(P)]
-  np.testing.assert_array_equal(np.concatenate(rows), np.arange(B))
-  np.testing.assert_array_equal(rows[2], [6, 7, 8])
-
-
-def test_process_rows_assemble_the_global_batch():
+def test_rows_of_two_processes_assemble_the_global_batch():
   ds = _toy_dataset(B=8)
-  parts = [pipeline.train_batch(ds, 3, packing.process_rows(8, p, 2))["inputs"] for p in (0, 1)]
+  parts = [pipeline.train_batch(ds, 3, np.arange(4 * p, 4 * p + 4))["inputs"] for p in (0, 1)]
   np.testing.assert_array_equal(np.concatenate(parts), pipeline.train_batch(ds, 3)["inputs"])
 
 
-def test_process_rows_refuse_indivisible_batch():
+def test_indivisible_batch_is_refused():
   with pytest.raises(UserError, match="not divisible by the 3"):
-    packing.process_rows(8, 0, 3)
-  with pytest.raises(UserError, match="process_index"):
-    packing.process_rows(8, 2, 2)
+    packing.check_divisible(8, 3, "data-parallel processes")
 
 
 def test_eval_batches_are_fixed_and_in_order():

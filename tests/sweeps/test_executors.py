@@ -1,5 +1,6 @@
 """Real training of a two-cell grid: a `local` sweep killed after its first cell resumes
-without retraining it; `packed` (8 fake CPU devices) and `ray` give the same eval losses."""
+without retraining it; `packed` (8 fake CPU devices) and `ray` give the same eval losses; a
+stop flag ends a `ray` sweep. The executors' bookkeeping on stand-in runs."""
 
 import json
 import os
@@ -12,8 +13,12 @@ import time
 import pytest
 
 from chinchax.scaling.conventions import Shape
-from chinchax.sweeps import checkpoint, executors, sweep
-from chinchax.sweeps import train as train_lib
+from chinchax.sweeps import checkpoint, executors, spec as spec_lib, sweep
+from chinchax.sweeps.cli import flags
+from chinchax.sweeps.cli import sweep as cli_sweep
+from chinchax.sweeps.configs import train as train_config
+from chinchax.sweeps.job import Job
+from chinchax.sweeps.run import loop
 
 from tests.helpers import sweep_helper
 
@@ -22,7 +27,19 @@ SHAPE = Shape(d_model=64, n_layers=1, n_heads=1, d_ff=64, vocab_size=258, seq_le
 
 
 def _config(workdir, *more):
-  return sweep.load_config(sweep_helper.argv(str(workdir), *more))
+  return flags.parse_config_flags(sweep_helper.argv(str(workdir), *more), "chinchax sweep",
+                                  cli_sweep.DEFAULT_CONFIG).config
+
+
+class StopAfter:
+  """A stop flag that turns true at its n-th look."""
+
+  def __init__(self, n: int):
+    self.n, self.reason = n, "test"
+
+  def __bool__(self) -> bool:
+    self.n -= 1
+    return self.n <= 0
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +74,7 @@ def local_losses(resumed):
   return {k: r["eval_loss"] for k, r in results.items()}
 
 
+@pytest.mark.slow
 def test_killed_sweep_resumes_without_retraining_finished_cells(resumed):
   wd, name, rerun = resumed["wd"], resumed["name"], resumed["rerun"]
   # Two cells of one budget are too few for a fit: the rerun trains the rest, then exits 1
@@ -74,6 +92,7 @@ def test_killed_sweep_resumes_without_retraining_finished_cells(resumed):
   assert "The fit failed" in (wd / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_packed_on_8_devices_matches_local(tmp_path, local_losses):
   env = dict(os.environ, PYTHONPATH=ROOT,
              XLA_FLAGS="--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu")
@@ -89,14 +108,15 @@ def test_packed_on_8_devices_matches_local(tmp_path, local_losses):
     assert r["eval_loss"] == pytest.approx(local_losses[name], abs=1e-5)
 
 
+@pytest.mark.slow
 def test_ray_matches_local(tmp_path, local_losses, monkeypatch):
   ray = pytest.importorskip("ray")
   monkeypatch.setenv("PYTHONPATH", ROOT)  # the workers import chinchax.sweeps from this checkout
   ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
   try:
-    _, c = _config(tmp_path / "ray", "--config.executor=ray")
-    assert sweep.run_sweep(c, str(tmp_path / "ray"), quiet=True,
-                           stop=checkpoint.StopFlag()) == 1
+    c = _config(tmp_path / "ray", "--config.executor=ray")
+    result = sweep.sweep(c, str(tmp_path / "ray"), quiet=True, stop=checkpoint.StopFlag())
+    assert result.status == "done" and "Approach 3 fits 5 parameters" in result.fit_error
   finally:
     ray.shutdown()
   results = sweep_helper.results(str(tmp_path / "ray"))
@@ -107,46 +127,95 @@ def test_ray_matches_local(tmp_path, local_losses, monkeypatch):
   assert sorted(json.loads(l)["name"] for l in lines) == sorted(local_losses)
 
 
-def _jobs(n):
-  return [executors.Job(name=f"cell{i}", config=None, workdir=f"/nowhere/cell{i}",
-                        shape=SHAPE, D=1e6, budget=1e12) for i in range(n)]
+@pytest.mark.slow
+def test_ray_sweep_ends_when_its_stop_flag_turns_true(tmp_path, monkeypatch):
+  """SIGTERM/SIGINT set the sweep's stop flag: under Ray the driver stops waiting, cancels
+  the tasks and reports the sweep stopped instead of training every cell."""
+  ray = pytest.importorskip("ray")
+  monkeypatch.setenv("PYTHONPATH", ROOT)
+  ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+  try:
+    wd = str(tmp_path / "ray")
+    spec = spec_lib.resolve(_config(wd, "--config.executor=ray"), wd)
+    seen = []
+    # The flag turns true at the driver's third look, long before a task can finish.
+    assert not executors.run_ray(spec.jobs, lambda job, outcome: seen.append(job.name),
+                                 spec.executor, stop=StopAfter(3), quiet=True)
+    assert seen == []
+  finally:
+    ray.shutdown()
+  assert sweep_helper.results(wd) == {}  # no cell finished
+
+
+def _jobs(n, root="/nowhere"):
+  c = train_config.get_config("tiny")
+  return [Job(name=f"cell{i}", config=c, workdir=f"{root}/cell{i}", shape=SHAPE, D=1e6,
+              budget=1e12) for i in range(n)]
 
 
 def test_packed_spreads_jobs_over_groups_and_reports_in_the_callers_thread(monkeypatch):
   ran, barrier = [], threading.Barrier(2, timeout=10)
+  methods = dict(vars(checkpoint.Checkpointer))
 
-  def fake_train(c, workdir, *, stop=None, quiet=False, devices=None):
+  def fake_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpoint_lock=None):
     del c, stop, quiet
     if workdir.endswith(("cell0", "cell1")):
       barrier.wait()  # the first two jobs run at the same time, one per group
-    ran.append((workdir, tuple(devices)))
+    # The runs share one lock for their checkpoints; the class itself is left as it is.
+    assert dict(vars(checkpoint.Checkpointer)) == methods
+    ran.append((workdir, tuple(devices), checkpoint_lock))
     return {"name": os.path.basename(workdir), "status": "done"}
 
-  monkeypatch.setattr(train_lib, "train", fake_train)
+  monkeypatch.setattr(loop, "train", fake_train)
   seen = []
   main = threading.current_thread()
   assert executors.run_packed(
       _jobs(5), lambda job, r: seen.append((job.name, threading.current_thread() is main)),
-      groups=[("d0", "d1"), ("d2", "d3")])
+      groups=[("d0", "d1"), ("d2", "d3")], stop=None)
   assert sorted(seen) == [(f"cell{i}", True) for i in range(5)]
-  assert {d for _, d in ran} == {("d0", "d1"), ("d2", "d3")}
-  assert sorted(w for w, _ in ran) == [f"/nowhere/cell{i}" for i in range(5)]
+  assert {d for _, d, _ in ran} == {("d0", "d1"), ("d2", "d3")}
+  assert sorted(w for w, _, _ in ran) == [f"/nowhere/cell{i}" for i in range(5)]
+  locks = {id(lock) for _, _, lock in ran}
+  assert len(locks) == 1 and ran[0][2] is not None and hasattr(ran[0][2], "acquire")
 
 
 def test_a_stopped_cell_ends_the_sweep_and_a_raising_cell_fails(monkeypatch, tmp_path):
-  def fake_train(c, workdir, *, stop=None, quiet=False, devices=None):
+  def fake_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpoint_lock=None):
     if workdir.endswith("cell0"):
       raise ValueError("bad shape\ndetails")
-    return {"status": "stopped"}
+    return {"status": "stopped", "reason": "SIGTERM"}
 
-  monkeypatch.setattr(train_lib, "train", fake_train)
-  jobs = [executors.Job(name=j.name, config=None, workdir=str(tmp_path / j.name),
-                        shape=SHAPE, D=j.D, budget=j.budget) for j in _jobs(3)]
+  monkeypatch.setattr(loop, "train", fake_train)
   seen = []
-  assert not executors.run_local(jobs, lambda job, r: seen.append(r))
-  assert [r["status"] for r in seen] == ["failed"]
-  assert seen[0]["reason"] == "ValueError: bad shape" and seen[0]["N_total"] > 0
+  assert not executors.run_local(_jobs(3, str(tmp_path)), lambda job, r: seen.append(r),
+                                 stop=None)
+  assert [r.status for r in seen] == ["failed"]
+  (record,) = seen[0].records
+  assert seen[0].reason == record["reason"] == "ValueError: bad shape"
+  assert record["N_total"] > 0
   assert json.loads((tmp_path / "cell0" / "result.json").read_text())["status"] == "failed"
+
+
+def test_checkpoints_of_packed_runs_take_the_lock(tmp_path):
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+
+  class Lock:
+    def __init__(self):
+      self.held = 0
+
+    def __enter__(self):
+      self.held += 1
+
+    def __exit__(self, *exc):
+      self.held += 1
+
+  lock = Lock()
+  ckpt = checkpoint.Checkpointer(str(tmp_path / "c"), async_save=False, lock=lock)
+  assert lock.held == 2  # the manager was made under the lock
+  assert ckpt.maybe_save(1, {"x": jnp.ones(3)}, force=True)
+  ckpt.close()
+  assert lock.held == 6
+  assert checkpoint.Checkpointer(str(tmp_path / "c"), lock=None).all_steps() == [1]
 
 
 def test_device_groups_refuse_sizes_this_host_cannot_give():

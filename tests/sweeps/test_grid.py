@@ -13,7 +13,7 @@ from chinchax.scaling import conventions
 from chinchax.scaling import law as law_lib
 from chinchax.scaling.conventions import Shape
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import grid
+from chinchax.sweeps import grid, prior, table
 from chinchax.sweeps import recipe as recipe_lib
 
 V, S = 258, 128
@@ -77,7 +77,8 @@ def test_every_cell_spends_its_budget(flops):
     realised = per_token * c.D
     if flops == "6ND":  # independently of the conventions module: 6·N·D
       assert realised == pytest.approx(6.0 * c.N * c.D, rel=1e-12)
-    assert c.C == pytest.approx(realised, rel=1e-12)
+    assert (c.flops_6ND if flops == "6ND" else c.flops_chinchilla) == pytest.approx(
+        realised, rel=1e-12)
     assert abs(realised - c.budget) <= per_token * tokens_per_batch / 2 * (1 + 1e-9)
     assert c.steps >= 20
     assert c.tokens_per_param == pytest.approx(c.D / c.N)
@@ -139,6 +140,13 @@ def test_fixed_n_series():
     R = 10.0 if c.name.endswith("T10") else 40.0
     assert abs(c.D - R * c.N) <= c.batch_size * c.seq_len / 2
     assert c.train_config(cfg).budget == 0.0  # not part of an IsoFLOP group
+    assert c.series == f"N{grid._num(c.N)}" and c.name.startswith(c.series + "-T")
+  # The series of sizes whose names collide are told apart by their shapes, as the cells are.
+  s1, s2 = Shape(64, 1, 2, 214, V, S), Shape(64, 2, 2, 64, V, S)
+  cfg.fixed_n.update(sizes=(1e5, 2e5), tokens_per_param=(20.0,))
+  cells, _ = grid.make_grid(cfg, shape_fn=lambda N, **_: s1 if N < 1.5e5 else s2)
+  assert len({c.series for c in cells}) == 2
+  assert all(c.name == c.series.replace("-d", "-T20-d", 1) for c in cells)
 
 
 # --------------------------------------------------------------------------- refusals
@@ -153,11 +161,11 @@ def test_refuses_too_few_steps():
 def test_refuses_data_beyond_unique_tokens_unless_repeats_allowed():
   cells, _ = make(sweep_cfg())
   U = float(np.median([c.D for c in cells]))
-  kept, refusals = make(sweep_cfg(), unique_tokens=U)
+  kept, refusals = grid.beyond_data(cells, U, allow_repeats=False)
   assert {c.name for c in kept} == {c.name for c in cells if c.D <= U}
   assert len(refusals) == sum(c.D > U for c in cells) > 0
   assert all("unique tokens" in r for r in refusals)
-  kept, refusals = make(sweep_cfg(allow_repeats=True), unique_tokens=U)
+  kept, refusals = grid.beyond_data(cells, U, allow_repeats=True)
   assert len(kept) == len(cells) and not refusals
 
 
@@ -203,7 +211,7 @@ def test_names_of_distinct_shapes_with_equal_N_are_disambiguated():
 def test_table_has_one_row_per_cell():
   cells, _ = make(sweep_cfg())
   _, refusals = make(sweep_cfg(sizes=(2e5, 2.01e5)))
-  text = grid.format_table(cells, refusals, seconds=lambda c: c.flops_6ND * 1e-10)
+  text = table.format_table(cells, refusals, seconds=lambda c: c.flops_6ND * 1e-10)
   lines = text.splitlines()
   for c in cells:
     rows = [l for l in lines if l.startswith(c.name + " ")]
@@ -214,13 +222,13 @@ def test_table_has_one_row_per_cell():
   assert len(lines) == 2 + len(cells) + 2 + len(refusals)
   total = sum(c.flops_6ND for c in cells)
   assert f"total {total:.3g} FLOPs" in text
-  assert f"about {grid._duration(total * 1e-10)} of training" in text
+  assert f"about {table.duration(total * 1e-10)} of training" in text
   assert all(r in text for r in refusals)
-  assert "time" not in grid.format_table(cells).splitlines()[0]
+  assert "time" not in table.format_table(cells).splitlines()[0]
 
 
 def test_duration_units():
-  assert [grid._duration(s) for s in (5, 59.96, 3599, 7200, 3 * 86400)] == [
+  assert [table.duration(s) for s in (5, 59.96, 3599, 7200, 3 * 86400)] == [
       "5s", "1.0m", "1.0h", "2.0h", "3.0d"]
 
 
@@ -338,12 +346,12 @@ def test_shipped_configs_make_grids(name, which):
   total = sum(c.flops_6ND for c in cells)
   print(f"{name} ({which} shapes): {len(cells)} cells, {len(refusals)} refused, "
         f"total {total:.3g} FLOPs (6ND)")
-  prior = grid.prior_optimum(cfg.prior)
+  prior_N = prior.prior_optimum(cfg.prior)
   for C in budgets:
     Ns = [c.N for c in cells if c.budget == C]
     assert len(Ns) >= 2
     if name != "tiny":  # tiny is a pipeline check sitting at the smallest shapes
-      assert min(Ns) < prior(C) < max(Ns)
+      assert min(Ns) < prior_N(C) < max(Ns)
   if name == "smoke":  # minutes on two CPU cores at ~4e10 6ND-FLOP/s
     assert total < 1.5e13 and len(cells) == 10
   if name == "tiny":

@@ -10,8 +10,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from chinchax.scaling import conventions
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import metrics, train
-from chinchax.sweeps.configs import train as train_configs
+from chinchax.sweeps import metrics
+from chinchax.sweeps.run import loop
 from chinchax.sweeps.data import packing, pipeline, seqlen, tokenizers
 
 
@@ -71,11 +71,12 @@ def test_flops_by_the_length_used():
       200 * tps * conventions.flops_per_token(shape, "6ND"))
 
 
-def test_tiny_run_trains_through_the_stages(tmp_path):
-  c = train_configs.get_config("tiny")
+@pytest.mark.slow
+def test_tiny_run_trains_through_the_stages(tmp_path, tiny_config):
+  c = tiny_config
   c.tokens, c.seq_len_start, c.seq_len_warmup_fraction = 12 * 256, 8, 0.5
   c.log_every, c.eval_every = 1, 100
-  rec = train.train(c, str(tmp_path), quiet=True)
+  rec = loop.train(c, str(tmp_path), quiet=True)
   assert rec["status"] == "done"
   rows = [r for r in metrics.read(os.path.join(str(tmp_path), "metrics.jsonl")) if "lr" in r]
   s = seqlen.make(32, 8, 0.5, 12)

@@ -26,6 +26,7 @@ def test_grad_accum_4_equals_whole_batch_one_device():
   check(m)
 
 
+@pytest.mark.slow
 def test_grad_accum_4_equals_whole_batch_8_devices(tmp_path):
   env = tu.child_env(str(tmp_path / "xla_cache"), devices=8)
   p = subprocess.run([sys.executable, "tests/helpers/accum_check.py", "2,2,2"], cwd=tu.ROOT, env=env,

@@ -8,16 +8,17 @@ import os
 import pytest
 
 from chinchax.scaling import law as law_lib
-from chinchax.sweeps import cli, grid, sweep
-from chinchax.sweeps import train as train_lib
+from chinchax.sweeps import cli, data, estimate, grid, sweep, table
 from chinchax.sweeps.configs import tiny
+from chinchax.sweeps.data import pipeline
+from chinchax.sweeps.run import loop
 
 from tests.helpers import sweep_helper
 from tests.helpers.sweep_helper import FAILING_CELL, TRUTH, synthetic_argv, synthetic_train
 
 
 def test_sweep_end_to_end_fits_the_known_law(tmp_path, monkeypatch, capsys):
-  monkeypatch.setattr(train_lib, "train", synthetic_train)
+  monkeypatch.setattr(loop, "train", synthetic_train)
   wd = tmp_path / "sweep"
   assert cli.run(["sweep", *synthetic_argv(wd)]) == 0
   out = capsys.readouterr().out
@@ -78,14 +79,44 @@ def test_dry_run_prints_one_row_per_cell(capsys):
   assert [r.split()[0] for r in rows] == [c.name for c in cells]
   assert all(r.split()[-1].endswith("s") for r in rows)  # the time column
   assert out.count("refused:") == len(refusals)
-  # On CPU each cell costs a start, a cost per step and its FLOPs (sweep.time_model).
+  # On CPU each cell costs a start, a cost per step and its FLOPs (estimate.time_model).
   for row, cell in zip(rows, cells):
-    seconds = (sweep.CPU_CELL_S + cell.steps * sweep.CPU_STEP_S
-               + cell.flops_chinchilla / sweep.CPU_FLOPS_PER_S)
-    assert row.split()[-1] == grid._duration(seconds), (row, seconds)
-  total = sum(sweep.CPU_CELL_S + c.steps * sweep.CPU_STEP_S
-              + c.flops_chinchilla / sweep.CPU_FLOPS_PER_S for c in cells)
-  assert f"about {grid._duration(total)} of training" in out
+    seconds = (estimate.CPU_CELL_S + cell.steps * estimate.CPU_STEP_S
+               + cell.flops_chinchilla / estimate.CPU_FLOPS_PER_S)
+    assert row.split()[-1] == table.duration(seconds), (row, seconds)
+  total = sum(estimate.CPU_CELL_S + c.steps * estimate.CPU_STEP_S
+              + c.flops_chinchilla / estimate.CPU_FLOPS_PER_S for c in cells)
+  assert f"about {table.duration(total)} of training" in out
+
+
+def test_dry_run_opens_no_data_and_writes_no_file(tmp_path, monkeypatch, capsys):
+  opened = []
+  for module in (data, pipeline):
+    monkeypatch.setattr(module, "open_dataset", lambda *a, **k: opened.append(a))
+  monkeypatch.chdir(tmp_path)
+  wd, data_dir = tmp_path / "wd", tmp_path / "tfds"
+  argv = [f"--config={sweep_helper.CONFIG}", f"--workdir={wd}",
+          f"--config.train.data.data_dir={data_dir}", "--config.train.data.corpus=/nowhere"]
+  assert cli.run(["sweep", *argv, "--dry-run"]) == 0
+  out = capsys.readouterr().out
+  cells, _ = grid.make_grid(tiny.get_config())
+  assert f"{len(cells)} cells, 0 refused" in out and "checked when the data is opened" in out
+  assert not opened and list(tmp_path.iterdir()) == []
+  # Without --dry-run the same flags open the data (and refuse the missing corpus).
+  monkeypatch.undo()
+  assert cli.run(["sweep", *argv]) == 2
+  assert "/nowhere" in capsys.readouterr().err and not wd.exists()
+
+
+def test_cells_beyond_the_data_are_refused_when_it_is_opened(tmp_path, monkeypatch, capsys):
+  monkeypatch.setattr(loop, "train", synthetic_train)
+  wd = tmp_path / "sweep"
+  # A train split capped at 6000 tokens serves the cell of 4800 tokens, not that of 7360.
+  argv = sweep_helper.argv(str(wd), "--config.train.data.unique_tokens_cap=6000", "--quiet")
+  assert cli.run(["sweep", *argv]) == 1  # one run is too few to fit
+  out = capsys.readouterr().out
+  assert "C2e9-N4.54e4: refused: D=7.36e+03 tokens exceeds the data's 6e+03 unique" in out
+  assert "1 of 1 cells to train" in out and "C2e9-N7e4: done" in out
 
 
 @pytest.mark.parametrize("override, message", [
@@ -94,7 +125,8 @@ def test_dry_run_prints_one_row_per_cell(capsys):
     ("--config.budgets=()", "budgets is empty"),
     ("--config.sizes=(1000,)", "no runnable cells"),
     ("--config.devices_per_cell=0", "devices_per_cell=0"),
-    ("--config.bootstrap=lots", "--config.bootstrap='lots' is not a int"),
+    ("--config.bootstrap=lots", "--config.bootstrap=lots: invalid literal for int()"),
+    ("--config.bootstrap=-1", "bootstrap=-1 must be an integer >= 0"),
 ])
 def test_bad_configs_are_refused_before_training(tmp_path, capsys, override, message):
   executor = ["--config.executor=packed"] if "devices_per_cell" in override else []

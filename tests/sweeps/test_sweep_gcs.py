@@ -21,8 +21,10 @@ import os
 import pytest
 
 from chinchax.scaling import law as law_lib
-from chinchax.sweeps import checkpoint, cli, metrics, sweep
-from chinchax.sweeps import train as train_lib
+from chinchax.sweeps import checkpoint, cli, metrics, spec as spec_lib
+from chinchax.sweeps.cli import flags
+from chinchax.sweeps.cli import sweep as cli_sweep
+from chinchax.sweeps.run import loop
 
 from tests.helpers import sweep_helper
 
@@ -35,7 +37,7 @@ def _watch_metrics_against_checkpoints(monkeypatch):
 
   A resumed run drops the rows past its checkpoint and writes them again, so every row up to
   a saved step must already be in the object; the 30 s flush is switched off to see that
-  train() flushes on each save by itself.
+  the run flushes on each save by itself.
   """
   monkeypatch.setattr(metrics, "FLUSH_EVERY_S", 1e9)
   saved, written = {}, {}
@@ -73,9 +75,11 @@ class StopAfter:
     return self.n <= 0
 
 
-def test_tiny_sweep_trains_on_gcs_and_a_rerun_skips_it(fake_gcs, monkeypatch, capsys):  # noqa: F811
+@pytest.mark.slow
+def test_tiny_sweep_trains_on_gcs_and_a_rerun_skips_it(fake_gcs, monkeypatch, capsys,  # noqa: F811
+                                                       tiny_sweep_argv):
   saved = _watch_metrics_against_checkpoints(monkeypatch)
-  argv = ["sweep", *sweep_helper.argv(URL), "--quiet"]
+  argv = ["sweep", *tiny_sweep_argv(URL), "--quiet"]
   assert cli.run(argv) == 1  # trained; two runs are too few to fit
   out, err = capsys.readouterr()
   assert "2 of 2 cells to train" in out and "the fit failed: Approach 3" in err
@@ -109,15 +113,16 @@ def test_tiny_sweep_trains_on_gcs_and_a_rerun_skips_it(fake_gcs, monkeypatch, ca
   # One cell again, stopped after 6 steps (a forced checkpoint) and resumed from the bucket:
   # the same losses as the sweep's uninterrupted run. A row past the checkpoint, as a run
   # that flushed and then died leaves, is dropped and written again.
-  _, c = sweep.load_config(sweep_helper.argv(URL))
-  job = sweep.jobs_for(sweep.prepare(c)[0], c, URL)[0]
+  c = flags.parse_config_flags(tiny_sweep_argv(URL), "chinchax sweep",
+                               cli_sweep.DEFAULT_CONFIG).config
+  job = spec_lib.resolve(c, URL).jobs[0]
   job.config.log_every = 2  # rows before the stop, kept as they are by the resumed run
   run = f"{URL}-resume/{job.name}"
-  assert train_lib.train(job.config, run, stop=StopAfter(6), quiet=True)["status"] == "stopped"
+  assert loop.train(job.config, run, stop=StopAfter(6), quiet=True)["status"] == "stopped"
   stopped_rows = metrics.read(f"{run}/metrics.jsonl")
   with fake_gcs.local(f"{run}/metrics.jsonl").open("a") as f:
     f.write(json.dumps({"step": 7, "train_loss": 99.0}) + "\n")
-  record = train_lib.train(job.config, run, stop=StopAfter(10**6))
+  record = loop.train(job.config, run, stop=StopAfter(10**6))
   assert "resumed from step 6" in capsys.readouterr().out
   reference = next(r for r in records if r["name"] == job.name)
   assert record["eval_loss"] == pytest.approx(reference["eval_loss"], abs=1e-6)
@@ -130,7 +135,7 @@ def test_tiny_sweep_trains_on_gcs_and_a_rerun_skips_it(fake_gcs, monkeypatch, ca
 
 
 def test_sweep_on_gcs_fits_plots_and_reports(fake_gcs, monkeypatch, capsys):  # noqa: F811
-  monkeypatch.setattr(train_lib, "train", sweep_helper.synthetic_train)
+  monkeypatch.setattr(loop, "train", sweep_helper.synthetic_train)
   argv = ["sweep", *sweep_helper.synthetic_argv(URL), "--config.bootstrap=0"]
   assert cli.run(argv) == 0
   wd = fake_gcs.local(URL)
@@ -177,7 +182,7 @@ def test_gs_without_gcsfs_is_one_line_before_any_work(monkeypatch, capsys, argv,
 
   monkeypatch.setattr(fsspec, "get_filesystem_class", no_gcsfs)
   compiled = []
-  monkeypatch.setattr(train_lib, "train", lambda *a, **k: compiled.append(a))
+  monkeypatch.setattr(loop, "train", lambda *a, **k: compiled.append(a))
   assert cli.run(argv) == 2
   err = capsys.readouterr().err
   assert err.splitlines() == [f"chinchax {argv[0]}: error: {where}: {GCS_HINT}"]

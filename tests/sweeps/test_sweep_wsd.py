@@ -3,16 +3,18 @@
 import json
 import os
 
-from chinchax.sweeps import sweep
-from tests.helpers import sweep_helper
+import pytest
+
+from chinchax.sweeps import cli
 
 
-def test_fixed_n_series_as_wsd_branches(tmp_path):
+@pytest.mark.slow
+def test_fixed_n_series_as_wsd_branches(tmp_path, tiny_sweep_argv):
   workdir = str(tmp_path / "wsd")
-  args = sweep_helper.argv(workdir, "--config.fixed_n.sizes=(45376,)",
+  args = tiny_sweep_argv(workdir, "--config.fixed_n.sizes=(45376,)",
                            "--config.fixed_n.tokens_per_param=(1.0,2.0)",
                            "--config.fixed_n.schedule=wsd", "--quiet")
-  sweep.main(args)  # the fit of a 4-run toy sweep may fail; the records are what matter here
+  cli.run(["sweep", *args])  # the fit of a 4-run toy sweep may fail; the records matter here
   with open(os.path.join(workdir, "runs.jsonl")) as f:
     rows = [json.loads(line) for line in f]
   wsd_rows = [r for r in rows if r.get("schedule") == "wsd"]
@@ -25,7 +27,7 @@ def test_fixed_n_series_as_wsd_branches(tmp_path):
   # A rerun trains nothing and keeps the same rows.
   mtimes = {r["name"]: os.path.getmtime(os.path.join(workdir, "N4.54e4-wsd", r["name"],
                                                      "result.json")) for r in wsd_rows}
-  sweep.main(args)
+  cli.run(["sweep", *args])
   for name, t in mtimes.items():
     assert os.path.getmtime(os.path.join(workdir, "N4.54e4-wsd", name, "result.json")) == t
   with open(os.path.join(workdir, "runs.jsonl")) as f:

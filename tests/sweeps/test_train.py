@@ -15,9 +15,12 @@ import pytest
 
 from tests.helpers import train_util as tu
 from chinchax.sweeps import cli
-from chinchax.sweeps import train
+from chinchax.sweeps.cli import flags
+from chinchax.sweeps.cli import train as cli_train
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.data import pipeline
+from chinchax.sweeps.run import config as run_config
+from chinchax.sweeps.run import loop
 
 # Every XLA compile in this process, so that a test can show that a refusal came before any.
 COMPILES = []
@@ -32,7 +35,7 @@ def data_dir(tmp_path_factory):
   d = str(tmp_path_factory.mktemp("tfds"))
   c = train_config.get_config("tiny")
   c.data.corpus, c.data.data_dir = tu.SMALL_CORPUS, d
-  pipeline.open_dataset(train.data_config(c))
+  pipeline.open_dataset(run_config.data_config(c))
   return d
 
 
@@ -75,6 +78,7 @@ def test_bad_input_is_one_line_exit_2_before_compile(
   assert says in refused(capfd, tmp_path, data_dir, *overrides, corpus=corpus)
 
 
+@pytest.mark.slow
 def test_batch_not_divisible_by_data_parallel_devices(tmp_path, data_dir):
   """8 forced CPU devices: a batch of 12 rows cannot split over the 8-way data axis."""
   workdir = tmp_path / "run"
@@ -86,12 +90,27 @@ def test_batch_not_divisible_by_data_parallel_devices(tmp_path, data_dir):
   assert p.stdout == "" and not workdir.exists()
 
 
+def test_dry_run_prints_the_plan_and_opens_nothing(capfd, tmp_path, monkeypatch):
+  monkeypatch.setattr(pipeline, "open_dataset", lambda *a, **k: pytest.fail("opened the data"))
+  monkeypatch.chdir(tmp_path)
+  workdir, data_dir = tmp_path / "run", tmp_path / "tfds"
+  n = len(COMPILES)
+  assert cli.run(["train", f"--config={tu.TINY}", f"--workdir={workdir}", "--dry-run",
+                  f"--config.data.data_dir={data_dir}", "--config.seq_len_start=8",
+                  "--config.wsd.branches=(3072.0,6144.0)"]) == 0
+  out = capfd.readouterr().out
+  assert "24 steps of 8 x 32 tokens" in out and "N = 29,920" in out
+  assert "sequence-length warmup: 8 from step 0, 16 from step 1, 32 from step 2" in out
+  assert "D=3.07e+03 (steps 10-12)" in out  # the WSD branches: decay over 20% of 12 steps
+  assert len(COMPILES) == n and list(tmp_path.iterdir()) == []
+
+
 def test_overrides_come_from_argv_not_sys_argv():
   # Two parses in one process with different overrides: each sees its own (a sweep runner
   # and tests call it in-process, where sys.argv is someone else's command line).
   for seq_len in (16, 48):
-    _, c = train.parse_flags([f"--config={tu.TINY}", f"--config.seq_len={seq_len}"], "t",
-                             train.DEFAULT_CONFIG)
+    c = flags.parse_config_flags([f"--config={tu.TINY}", f"--config.seq_len={seq_len}"], "t",
+                                 cli_train.DEFAULT_CONFIG).config
     assert c.seq_len == seq_len and c.batch_size == 8
 
 
@@ -112,17 +131,18 @@ def stdlib_run(tmp_path_factory):
   c.optimizer.update(peak_lr=1e-2, warmup_steps=10)
   c.eval_every, c.eval_tokens, c.log_every = 40, 16384, 40
   c.checkpoint.every_steps = 1000
-  ds = pipeline.open_dataset(train.data_config(c))
+  ds = pipeline.open_dataset(run_config.data_config(c))
   H = unigram_entropy(np.asarray(ds.train), ds.vocab_size)
   workdir = str(root / "run")
   out = io.StringIO()
   handler = signal.getsignal(signal.SIGINT)
   with contextlib.redirect_stdout(out):
-    record = train.train(c, workdir)
+    record = loop.train(c, workdir)
   assert signal.getsignal(signal.SIGINT) is handler  # the run's own handlers are undone
   return c, H, workdir, record, out.getvalue()
 
 
+@pytest.mark.slow
 def test_default_corpus_learns_below_unigram_entropy(stdlib_run):
   c, H, workdir, record, _ = stdlib_run
   assert c.data.name == "stdlib" and not c.data.corpus
@@ -132,6 +152,7 @@ def test_default_corpus_learns_below_unigram_entropy(stdlib_run):
   assert tu.result(workdir) == json.loads(json.dumps(record))
 
 
+@pytest.mark.slow
 def test_metrics_fields_and_tensorboard(stdlib_run):
   c, _, workdir, record, _ = stdlib_run
   rows = tu.rows(workdir)
@@ -156,6 +177,7 @@ def test_metrics_fields_and_tensorboard(stdlib_run):
   assert any(f.startswith("events.out.tfevents") for f in events)
 
 
+@pytest.mark.slow
 def test_progress_line_per_log_step(stdlib_run):
   _, _, workdir, record, out = stdlib_run
   line = re.compile(r"step (\d+)/120 \| loss (\d+\.\d{4}) \| (\d+\.\d)k tok/s \| "
@@ -170,6 +192,7 @@ def test_progress_line_per_log_step(stdlib_run):
   assert out.splitlines()[-1].startswith(f"done: eval loss {record['eval_loss']:.4f} nats/token")
 
 
+@pytest.mark.slow
 def test_diverged_run_is_failed_with_its_reason_exit_1(tmp_path, data_dir):
   p = tu.run(tu.tiny_args(tmp_path, data_dir, "--config.optimizer.peak_lr=1e6"),
              tu.child_env(str(tmp_path / "xla_cache")))

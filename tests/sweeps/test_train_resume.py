@@ -16,6 +16,8 @@ import pytest
 
 from tests.helpers import train_util as tu
 
+pytestmark = pytest.mark.slow  # every test trains, in child processes
+
 STEPS, EVERY = 24, 8
 OVERRIDES = ("--config.log_every=1", f"--config.checkpoint.every_steps={EVERY}",
              f"--config.eval_every={EVERY}", "--config.checkpoint.every_minutes=0")

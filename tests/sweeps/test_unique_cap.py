@@ -1,14 +1,14 @@
 """`data.unique_tokens_cap` restricts the unique pool to the train stream's first U tokens."""
 
-from chinchax.sweeps import data, train
-from chinchax.sweeps.configs import train as train_configs
+from chinchax.sweeps import data
+from chinchax.sweeps.run import config as run_config
 
 
-def test_cap_restricts_the_pool_to_a_prefix():
-  c = train_configs.get_config("tiny")
-  full = data.open_dataset(train.data_config(c))
+def test_cap_restricts_the_pool_to_a_prefix(tiny_config):
+  c = tiny_config
+  full = data.open_dataset(run_config.data_config(c))
   c.data.unique_tokens_cap = 5000
-  capped = data.open_dataset(train.data_config(c))
+  capped = data.open_dataset(run_config.data_config(c))
   assert capped.unique_tokens == 5000 < full.unique_tokens
   assert (capped.train[:] == full.train[:5000]).all()
   D = 40 * c.batch_size * c.seq_len

@@ -9,7 +9,6 @@ import pytest
 
 from chinchax.scaling.errors import UserError
 from chinchax.sweeps import metrics, optimizer, wsd
-from chinchax.sweeps.configs import train as train_configs
 
 
 def test_plan_branch_points_are_where_the_wsd_schedule_starts_to_decay():
@@ -37,8 +36,9 @@ def test_plan_refuses_bad_branches():
     wsd.plan([1000], 1.5, tokens_per_step=10)
 
 
-def test_two_cooldown_branches_beat_the_stable_run(tmp_path):
-  c = train_configs.get_config("tiny")
+@pytest.mark.slow
+def test_two_cooldown_branches_beat_the_stable_run(tmp_path, tiny_config):
+  c = tiny_config
   tps = c.batch_size * c.seq_len
   c.name = "w"
   c.wsd.branches = (20 * tps, 40 * tps)  # T = 20, 40; decays of 5, 10; branch points 15, 30
@@ -48,12 +48,12 @@ def test_two_cooldown_branches_beat_the_stable_run(tmp_path):
   c.checkpoint.every_steps = 1000
   workdir = str(tmp_path / "w")
   out = wsd.train_wsd(c, workdir, quiet=True)
-  assert out["status"] == "done" and len(out["branches"]) == 2
-  assert out["main"]["schedule"] == "constant" and out["main"]["steps"] == 30
+  assert out.status == "done" and len(out.branches) == 2 and out.records == out.branches
+  assert out.main["schedule"] == "constant" and out.main["steps"] == 30
 
   main_eval = {r["step"]: r["eval_loss"] for r in metrics.read(os.path.join(workdir, "metrics.jsonl"))
                if r.get("eval_loss") is not None}
-  for b, T, start in zip(out["branches"], (20, 40), (15, 30)):
+  for b, T, start in zip(out.branches, (20, 40), (15, 30)):
     rec_path = os.path.join(workdir, f"{b['name']}", "result.json")
     with open(rec_path) as f:
       rec = json.load(f)

@@ -1,0 +1,38 @@
+"""`chinchax train`: train one model (one sweep cell) end to end.
+
+    chinchax train --config=sweeps/configs/train.py[:ARG] --workdir=DIR [--config.KEY=VALUE]
+                   [--dry-run] [--quiet]
+
+Rerun the same command to resume a stopped run; a finished one is not trained again. A config
+with `wsd.branches` trains a WSD run and its cooldown branches (sweeps/wsd.py). With
+--dry-run: the run's plan from the config alone (no data opened, no file written). Exit
+status: 0 done, 1 failed (the reason as one JSON line on stderr), 143 stopped by a signal.
+The library function is `chinchax.train` (sweeps/job.py).
+"""
+
+import json
+import os
+import sys
+
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import job
+from chinchax.sweeps.cli import flags
+from chinchax.sweeps import describe
+
+DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "train.py")
+
+
+def main(argv: list[str]) -> int:
+  f = flags.parse_config_flags(argv, "chinchax train", DEFAULT_CONFIG)
+  if f.dry_run:
+    print(describe.describe(f.config))
+    return 0
+  if not f.workdir:
+    raise UserError("--workdir is required: the folder for checkpoints, metrics and result.json")
+  outcome = job.train(f.config, f.workdir, quiet=f.quiet)
+  if outcome.status == "stopped":
+    return 143
+  if outcome.status == "failed":
+    print(json.dumps({"status": "failed", "reason": outcome.reason}), file=sys.stderr)
+    return 1
+  return 0

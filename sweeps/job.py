@@ -1,0 +1,89 @@
+"""A job: one train config to run in one folder, a single run or a WSD run with its branches.
+
+Sweep cells become jobs (sweeps/spec.py), executors run them (sweeps/executors.py), and
+`chinchax train` runs one. Whatever the kind, a job ends as an `Outcome`: its status and its
+rows for runs.jsonl (a single run: its record; a WSD run: its branches', sweeps/wsd.py).
+"""
+
+import dataclasses
+
+import jax
+import ml_collections
+
+from chinchax.scaling import atomic
+from chinchax.scaling.conventions import Shape
+from chinchax.sweeps import run_record, wsd
+from chinchax.sweeps.run import loop
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+  """One job of a sweep: its train config, its folder and what a failed record needs."""
+
+  name: str
+  config: ml_collections.ConfigDict
+  workdir: str
+  shape: Shape
+  D: float
+  budget: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+  """How a job ended: "done", "failed" or "stopped" (by a stop flag), and its records."""
+
+  status: str
+  records: tuple[dict, ...] = ()
+  reason: str | None = None
+
+
+def reason(e: BaseException) -> str:
+  """An exception as one line: 'TypeName: first line of the message'."""
+  text = str(e).strip().splitlines()
+  return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+def train(config: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool = False,
+          devices=None, checkpoint_lock=None) -> Outcome:
+  """Trains the run `config` describes in `workdir` (resuming it, or skipping it when done).
+
+  A config with `wsd.branches` is a WSD run (sweeps/wsd.py): its records are its branches'.
+  `stop`, `devices`, `checkpoint_lock`: see `chinchax.sweeps.run.loop.train`.
+  """
+  run_args = dict(stop=stop, quiet=quiet, devices=devices, checkpoint_lock=checkpoint_lock)
+  if wsd.is_wsd(config):
+    result = wsd.train_wsd(config, workdir, **run_args)
+    status, records = result.status, result.records
+  else:
+    record = loop.train(config, workdir, **run_args)
+    status, records = record["status"], (record,)
+  if status == "stopped":
+    return Outcome(status, (), records[-1].get("reason"))
+  return Outcome(status, records, next((r["reason"] for r in records if r.get("reason")), None))
+
+
+def run(job: Job, *, devices=None, stop=None, quiet: bool = True, checkpoint_lock=None) -> Outcome:
+  """`train` on the job; an exception becomes a `failed` record (also its result.json)."""
+  try:
+    return train(job.config, job.workdir, stop=stop, quiet=quiet, devices=devices,
+                 checkpoint_lock=checkpoint_lock)
+  except Exception as e:  # pylint: disable=broad-except
+    return failed(job, reason(e), write=True)
+
+
+def failed(job: Job, why: str, write: bool = False) -> Outcome:
+  """The job failed for `why` before it could write a record of its own."""
+  record = run_record.make(name=job.name, shape=job.shape, D=job.D, status="failed",
+                           reason=why, budget=job.budget)
+  if write and jax.process_index() == 0:
+    atomic.makedirs(job.workdir)
+    run_record.write_result(job.workdir, record)
+  return Outcome("failed", (record,), why)
+
+
+def finished(job: Job) -> tuple[dict, ...] | None:
+  """The job's records when all of it is done, else None."""
+  if wsd.is_wsd(job.config):
+    return wsd.finished(job.config, job.workdir)
+  record = run_record.read_result(job.workdir)
+  return (record,) if record is not None and record.get("status") == "done" else None

@@ -1,0 +1,114 @@
+"""A run's train config (sweeps/configs/train.py) resolved into what the code uses.
+
+Every key a run reads is defined, with its one default, in sweeps/configs/train.py; a config
+that lacks one (written by hand, or by an older chinchax) is refused here with the key named.
+`check` refuses, before anything is opened or compiled, every value that cannot work.
+"""
+
+import math
+
+import ml_collections
+
+from chinchax.models import shapes
+from chinchax.models import sharding
+from chinchax.models.config import ModelConfig
+from chinchax.scaling import conventions
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import data, early_stop, optimizer
+from chinchax.sweeps.configs import train as train_config
+from chinchax.sweeps.data import seqlen
+
+POSITIVE = ("seq_len", "batch_size", "tokens", "eval_every", "eval_tokens", "log_every",
+            "grad_accum")
+
+
+def missing_keys(c: ml_collections.ConfigDict, reference: ml_collections.ConfigDict,
+                 prefix: str = "") -> list[str]:
+  """Keys of `reference` (dotted, recursively) that `c` lacks."""
+  out = []
+  for key, value in reference.items():
+    if key not in c:
+      out.append(prefix + key)
+    elif isinstance(value, ml_collections.ConfigDict) and isinstance(
+        c[key], ml_collections.ConfigDict):
+      out += missing_keys(c[key], value, f"{prefix}{key}.")
+  return out
+
+
+def with_defaults(values: dict) -> ml_collections.ConfigDict:
+  """The train config's defaults updated with `values` (e.g. a run's config.json)."""
+  c = train_config.get_config()
+  c.update(values)
+  return c
+
+
+def planned_steps(c: ml_collections.ConfigDict) -> int:
+  return max(1, math.ceil(c.tokens / (c.batch_size * c.seq_len)))
+
+
+def data_config(c: ml_collections.ConfigDict) -> data.DataConfig:
+  d = c.data
+  return data.DataConfig(
+      name=d.name, corpus=d.corpus or None, data_dir=d.data_dir or None,
+      text_key=d.text_key, tokenizer=d.tokenizer, spm_model=d.spm_model or None,
+      seq_len=c.seq_len, batch_size=c.batch_size, seed=c.seed,
+      # Caps the unique pool at the train stream's first U tokens, so sweeps can vary U.
+      max_train_tokens=int(d.unique_tokens_cap) or None)
+
+
+def model_config(c: ml_collections.ConfigDict, vocab_size: int) -> ModelConfig:
+  """`vocab_size` is the tokenizer's; a nonzero `model.vocab_size` overrides it (then checked)."""
+  m = c.model
+  vocab_size = int(m.vocab_size or vocab_size)
+  if m.N:
+    shape = shapes.shape_for_params(int(m.N), vocab_size=vocab_size, seq_len=c.seq_len,
+                                    tied=m.tied)
+  else:
+    shape = conventions.Shape(
+        d_model=m.d_model, n_layers=m.n_layers, n_heads=m.n_heads, d_ff=m.d_ff,
+        vocab_size=vocab_size, seq_len=c.seq_len, tied=m.tied)
+  return ModelConfig(shape=shape, compute_dtype=m.compute_dtype, param_dtype=m.param_dtype,
+                     remat=m.remat, z_loss=m.z_loss).validate()
+
+
+def optimizer_config(c: ml_collections.ConfigDict) -> optimizer.OptimizerConfig:
+  return optimizer.OptimizerConfig(**c.optimizer.to_dict())
+
+
+def lengths(c: ml_collections.ConfigDict) -> seqlen.Schedule:
+  """The sequence-length schedule (one stage when `seq_len_start` is 0)."""
+  return seqlen.make(c.seq_len, c.seq_len_start, c.seq_len_warmup_fraction, planned_steps(c))
+
+
+def early_stopping(c: ml_collections.ConfigDict) -> early_stop.EarlyStop:
+  return early_stop.EarlyStop(int(c.early_stop.patience),
+                              float(c.early_stop.min_rel_improvement))
+
+
+def uses_mixture(c: ml_collections.ConfigDict) -> bool:
+  return bool(c.data.mixture.sources)
+
+
+def check(c: ml_collections.ConfigDict) -> None:
+  """Refuses a train config that cannot run (UserError naming the key), before any I/O."""
+  missing = missing_keys(c, train_config.get_config())
+  if missing:
+    raise UserError(f"the train config lacks {', '.join(missing)}; start it from "
+                    "sweeps/configs/train.py's get_config()")
+  for key in POSITIVE:
+    if not c[key] > 0:
+      raise UserError(f"config.{key} must be positive, got {c[key]}")
+  if c.batch_size % c.grad_accum:
+    raise UserError(f"config.batch_size={c.batch_size} is not divisible by "
+                    f"config.grad_accum={c.grad_accum}")
+  try:  # the schedule's own check, before any data is read
+    optimizer.schedule(optimizer_config(c), planned_steps(c))
+  except ValueError as e:
+    raise UserError(f"config.optimizer: {e}") from None
+  if c.sharding not in sharding.MODES:
+    raise UserError(f"config.sharding={c.sharding!r} is not one of {', '.join(sharding.MODES)}")
+  if c.model.vocab_size < 0:
+    raise UserError(f"config.model.vocab_size={c.model.vocab_size} must be >= 0 "
+                    "(0: the tokenizer's vocabulary)")
+  lengths(c)
+  early_stopping(c)

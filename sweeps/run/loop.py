@@ -1,0 +1,224 @@
+"""One training run, end to end: the run every sweep cell executes.
+
+    record = train(config, workdir)
+
+reads top to bottom: the setup (run/setup.py: checks that fail before compute, data, model,
+restore) → steps (train, log, eval, checkpoint, stop) → the final eval → the run record
+(run/record.py). The training-craft features (mixtures, sequence-length warmup, early
+stopping, the best checkpoint, WSD branch points) are hooks (run/hooks.py) the loop calls at
+fixed points; it has no feature flags of its own. Batch k is a function of (seed, k) alone and
+the state holds the step, so a run resumed from a checkpoint continues the exact trajectory of
+one never stopped.
+
+Outputs in `workdir`: config.json, metrics.jsonl, tensorboard/, checkpoints/, result.json.
+"""
+
+import dataclasses
+import math
+import time
+
+import jax
+import ml_collections
+
+from chinchax.scaling import conventions
+from chinchax.sweeps import checkpoint, run_record
+from chinchax.sweeps.run import record as record_lib
+from chinchax.sweeps.run import setup as setup_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class End:
+  """Where the steps ended."""
+
+  state: object
+  step: int
+  train_loss: float          # the last one logged
+  train_s: float             # seconds spent training (compile and evals excluded)
+  losses: tuple[float, ...]  # every eval loss so far
+  failure: str | None = None        # the run diverged
+  stopped_early: int | None = None  # a hook stopped it at this step (early stopping)
+  stopped_by: str | None = None     # a stop flag (SIGTERM, SIGINT) stopped it
+
+
+def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool = False,
+          devices=None, checkpoint_lock=None) -> dict:
+  """Trains (or resumes) the run in `workdir`; returns its record (also result.json).
+
+  `devices`: the devices of this run's mesh (default: all of the job's), so that several
+  small runs can share one host on disjoint device groups. `stop`: a flag object (see
+  `checkpoint.StopFlag`); when it turns true the run saves a checkpoint and returns
+  {"status": "stopped"}. Without one, SIGTERM and SIGINT set a flag of the run's own for the
+  length of the loop. `checkpoint_lock`: see `setup.build`.
+  """
+  t_start = time.time()
+  log = (lambda *_: None) if quiet else (lambda m: print(m, flush=True))
+  done = run_record.read_result(workdir)
+  if done is not None and done.get("status") == "done":
+    log(f"{workdir}: already done (eval loss {done['eval_loss']:.4f}); nothing to do")
+    return done
+  s = setup_lib.build(c, workdir, devices=devices, checkpoint_lock=checkpoint_lock, log=log)
+  own_stop = stop is None
+  stop = checkpoint.StopFlag().install() if own_stop else stop
+  try:
+    end = steps(s, stop, log)
+  finally:
+    if own_stop:
+      stop.uninstall()
+  if end.stopped_by:
+    return stopped(s, end, log)
+  return finish(s, end, t_start, log)
+
+
+def steps(s: setup_lib.Setup, stop, log) -> End:
+  """Trains from the restored step to the last, or until a failure, a hook or `stop`."""
+  c, state, step = s.c, s.state, s.step
+  train_step = compiled(s, state, step, log)
+  clock, guard = Clock(step, s.tokens_per_step), SpikeGuard(c.spike_factor,
+                                                            s.model.opt_cfg.warmup_steps)
+  train_loss, losses = s.train_loss, list(s.losses)
+  end = lambda **kw: End(state, step, train_loss, clock.train_s, tuple(losses), **kw)
+  while step < s.total_steps:
+    for h in s.hooks:
+      h.before_step(step)
+    state, m = train_step(state, s.batches.batch(step))
+    step += 1
+
+    if step % c.log_every == 0 or step == s.total_steps:
+      train_loss = float(m["loss"])  # the only host sync in the loop
+      failure = log_step(s, step, m, train_loss, clock, guard, log)
+      if failure:
+        return end(failure=failure)  # not checkpointed: the last good state stays the latest
+
+    if step % c.eval_every == 0 and step < s.total_steps:
+      jax.block_until_ready(state["params"])  # the steps before the eval count as training
+      t_eval = time.time()
+      losses.append(evaluate(s, step, state["params"]))
+      reasons = [h.after_eval(step, state, losses) for h in s.hooks]
+      if any(reasons):
+        log(next(r for r in reasons if r))
+        return end(stopped_early=step)
+      clock.pause(time.time() - t_eval)  # eval time is not training throughput
+
+    for h in s.hooks:
+      h.after_step(step, state)
+    s.save(step, state)
+    if stop:
+      return end(stopped_by=stop.reason)
+  return end()
+
+
+def compiled(s: setup_lib.Setup, state, step: int, log):
+  """The train step, compiled ahead of the loop so that no tokens/s figure or time estimate
+  includes it (batches whose shape changes compile on first use instead)."""
+  if step >= s.total_steps or not s.batches.fixed_shape:
+    return s.model.train_step
+  t = time.time()
+  train_step = s.model.train_step.lower(state, s.batches.batch(step)).compile()
+  log(f"compiled the train step in {time.time() - t:.1f} s; {s.total_steps} steps of "
+      f"{s.c.batch_size} x {s.c.seq_len} tokens, "
+      f"N={conventions.params(s.model.cfg.shape) / 1e6:.2f}M")
+  return train_step
+
+
+def log_step(s: setup_lib.Setup, step: int, m, train_loss: float, clock: "Clock",
+             guard: "SpikeGuard", log) -> str | None:
+  """Writes the metrics row of `step` and its progress line; returns a failure, if any."""
+  tok_s = clock.lap(step)
+  failure = guard.check(step, train_loss)
+  tokens = step * s.tokens_per_step
+  fields = {}
+  for h in s.hooks:
+    fields.update(h.log_fields(step))
+  s.writer.write(
+      step, tokens=tokens, flops=tokens * s.flops_per_token, train_loss=train_loss,
+      lr=float(s.model.lr(step - 1)), grad_norm=float(m["grad_norm"]), tokens_per_s=tok_s,
+      mfu=s.mfu(tok_s), epoch=tokens / s.inputs.ds.unique_tokens, **fields)
+  left = (s.total_steps - step) * s.tokens_per_step / max(tok_s, 1e-9)
+  log(f"step {step}/{s.total_steps} | loss {train_loss:.4f} | {tok_s / 1e3:.1f}k tok/s | "
+      f"{clock_text(left)} left")
+  return failure
+
+
+def evaluate(s: setup_lib.Setup, step: int, params) -> float:
+  """The eval loss at `step`, written to the metrics."""
+  loss, fields = s.inputs.evaluate(s.model.eval_step, params)
+  s.writer.write(step, tokens=step * s.tokens_per_step, eval_loss=loss, **fields)
+  return loss
+
+
+def stopped(s: setup_lib.Setup, end: End, log) -> dict:
+  """A stop flag ended the run: its state is saved where it stopped, to resume from."""
+  s.save(end.step, end.state, force=True)
+  s.ckpt.close()
+  for h in s.hooks:
+    h.close()
+  s.writer.close()
+  log(f"stopped by {end.stopped_by} at step {end.step}; checkpoint saved, rerun to resume")
+  return {"status": "stopped", "step": end.step, "reason": end.stopped_by}
+
+
+def finish(s: setup_lib.Setup, end: End, t_start: float, log) -> dict:
+  """The last checkpoint and eval, then the run record (result.json)."""
+  if not end.failure:
+    s.save(end.step, end.state, force=True)
+  s.ckpt.close()
+  eval_loss = float("nan")
+  if not end.failure:
+    eval_loss = evaluate(s, end.step, end.state["params"])
+    for h in s.hooks:
+      h.after_final_eval(end.step, end.state, list(end.losses) + [eval_loss])
+  for h in s.hooks:
+    h.close()
+  s.writer.close()
+  record = record_lib.make(s, end, eval_loss, wall_s=time.time() - t_start)
+  if jax.process_index() == 0:
+    run_record.write_result(s.workdir, record)
+  if end.failure:
+    log(f"failed: {end.failure}")
+  else:
+    bpb = record["eval_bpb"]
+    bpb_text = f" ({bpb:.3f} bits/byte)" if bpb is not None else ""
+    log(f"done: eval loss {eval_loss:.4f} nats/token{bpb_text}, "
+        f"N={record['N_total'] / 1e6:.2f}M, D={record['D'] / 1e6:.2f}M tokens")
+  return record
+
+
+class Clock:
+  """Training throughput: time between log steps, less the evals in between."""
+
+  def __init__(self, step: int, tokens_per_step: int):
+    self.t, self.step, self.tokens_per_step, self.train_s = time.time(), step, tokens_per_step, 0.0
+
+  def lap(self, step: int) -> float:
+    """Tokens per second since the last lap."""
+    now = time.time()
+    tok_s = (step - self.step) * self.tokens_per_step / max(now - self.t, 1e-9)
+    self.train_s += now - self.t
+    self.t, self.step = now, step
+    return tok_s
+
+  def pause(self, seconds: float) -> None:
+    self.t += seconds
+
+
+class SpikeGuard:
+  """Fails a run whose loss is not finite, or (after warmup) jumps past `factor` × its
+  running mean. The mean restarts on resume: it only guards, the trajectory itself is exact."""
+
+  def __init__(self, factor: float, warmup_steps: int):
+    self.factor, self.warmup_steps, self.running = factor, warmup_steps, None
+
+  def check(self, step: int, loss: float) -> str | None:
+    failure = None
+    if not math.isfinite(loss):
+      failure = f"non-finite training loss ({loss}) at step {step}"
+    elif self.running is not None and step > self.warmup_steps and loss > self.factor * self.running:
+      failure = (f"loss spike at step {step}: {loss:.4g} > {self.factor} × "
+                 f"running mean {self.running:.4g}")
+    self.running = loss if self.running is None else 0.9 * self.running + 0.1 * loss
+    return failure
+
+
+def clock_text(seconds: float) -> str:
+  s = int(seconds)
+  return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"

@@ -1,0 +1,110 @@
+"""Held-out losses of a run's saved checkpoints, after the fact (`chinchax eval`).
+
+The run is rebuilt from WORKDIR/config.json with `setup.make_model` (the model, the optimizer
+state layout the checkpoints hold, the eval step). Each selected checkpoint (`all` and `last`
+from WORKDIR/checkpoints/, `best` from WORKDIR/checkpoints_best/) is evaluated on the run's own
+validation set ("validation") and on the validation split of every extra corpus (a directory
+or glob, built like a training corpus) or prepared TFDS dataset, with the run's tokenizer and
+sequence length, over the first `eval_tokens` tokens (default: the run's). The loss is the one
+of result.json: mean cross-entropy in nats per target token.
+
+Output: WORKDIR/eval_probe.jsonl, one line {"step", "tokens", "set", "eval_loss",
+"eval_tokens", "checkpoint"} per (checkpoint, set); a later probe of the same (step, set,
+eval_tokens) replaces the earlier line. The file is rewritten atomically.
+"""
+
+import dataclasses
+import json
+import os
+
+import jax
+import orbax.checkpoint as ocp
+
+from chinchax.scaling import atomic
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import data
+from chinchax.sweeps.run import config as run_config
+from chinchax.sweeps.run import hooks, inputs, setup
+
+PROBE_FILE = "eval_probe.jsonl"
+CHECKPOINTS = "checkpoints"
+
+
+def select_steps(spec: str, saved: list[int], best: list[int]) -> list[tuple[str, int]]:
+  """(checkpoint folder, step) pairs for `spec`; refuses steps that were not saved."""
+  spec = spec.strip()
+  if spec == "best":
+    if not best:
+      raise UserError(f"--steps=best: the run has no {hooks.BEST_DIR}/ (train with "
+                      "checkpoint.keep_best=True or early_stop.patience > 0)")
+    return [(hooks.BEST_DIR, max(best))]
+  if not saved:
+    raise UserError("the run has no checkpoints to evaluate")
+  if spec == "last":
+    return [(CHECKPOINTS, max(saved))]
+  if spec == "all":
+    return [(CHECKPOINTS, s) for s in sorted(saved)]
+  try:
+    wanted = [int(s) for s in spec.split(",") if s.strip()]
+  except ValueError:
+    raise UserError(f"--steps={spec!r}: use all, last, best or a comma list of steps") from None
+  missing = [s for s in wanted if s not in saved and s not in best]
+  if missing or not wanted:
+    raise UserError(f"--steps={spec!r}: no checkpoint at {missing or spec}; saved steps: "
+                    f"{sorted(set(saved) | set(best))}")
+  return [(CHECKPOINTS if s in saved else hooks.BEST_DIR, s) for s in wanted]
+
+
+def read_config(workdir: str):
+  """The run's config.json over the train config's defaults (a key it lacks keeps its default)."""
+  text = atomic.read_text(os.path.join(workdir, "config.json"))
+  if text is None:
+    raise UserError(f"{workdir}: no config.json; pass the folder of a `chinchax train` run")
+  return run_config.with_defaults(json.loads(text))
+
+
+def write_probes(path: str, rows: list[dict]) -> None:
+  key = lambda r: (r["step"], r["set"], r["eval_tokens"])
+  old = [json.loads(l) for l in (atomic.read_text(path) or "").splitlines() if l.strip()]
+  new = {key(r) for r in rows}
+  kept = [r for r in old if key(r) not in new] + rows
+  atomic.write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
+
+
+def probe(workdir: str, steps: str = "last", corpora=(), names=(),
+          eval_tokens: int | None = None) -> list[dict]:
+  """Evaluates the run in `workdir` (see the module docstring); returns the rows written."""
+  atomic.check_backend(workdir)
+  workdir = atomic.absolute(workdir)
+  c = read_config(workdir)
+
+  def steps_in(folder):
+    return sorted(int(s) for s in atomic.listdir(os.path.join(workdir, folder)) if s.isdigit())
+
+  chosen = select_steps(steps, steps_in(CHECKPOINTS), steps_in(hooks.BEST_DIR))
+  # Fail before compute: every held-out set opens and holds the eval tokens.
+  base = run_config.data_config(c)
+  sets = {"validation": data.open_dataset(base)}
+  for corpus in corpora:
+    sets[corpus] = data.open_dataset(dataclasses.replace(base, corpus=corpus))
+  for name in names:
+    sets[name] = data.open_dataset(dataclasses.replace(base, corpus=None, name=name))
+  eval_tokens = eval_tokens or int(c.eval_tokens)
+  n_eval = {k: data.n_eval_batches(ds, eval_tokens) for k, ds in sets.items()}
+  model = setup.make_model(c, run_config.model_config(c, sets["validation"].vocab_size),
+                           setup.make_mesh(c))
+  tokens_per_step = c.batch_size * c.seq_len
+
+  rows = []
+  for folder, step in chosen:
+    with ocp.CheckpointManager(os.path.join(workdir, folder)) as mgr:
+      state = mgr.restore(step, args=ocp.args.StandardRestore(model.abstract))
+    for name, ds in sets.items():
+      loss = inputs.eval_loss_on(model.eval_step, state["params"], ds, n_eval[name],
+                                 model.batch_sharding)
+      rows.append({"step": step, "tokens": step * tokens_per_step, "set": name,
+                   "eval_loss": loss, "eval_tokens": n_eval[name] * tokens_per_step,
+                   "checkpoint": folder})
+  if jax.process_index() == 0:
+    write_probes(os.path.join(workdir, PROBE_FILE), rows)
+  return rows

@@ -1,0 +1,191 @@
+"""Everything one run needs, built once before its first step: `build(c, workdir) -> Setup`.
+
+In the order that fails before compute: the config checked (run/config.py); the data opened,
+its vocabulary checked against the model's; the mesh made over the run's devices and the
+batch checked against it; the validation split checked against the eval tokens. Then the
+optimizer and the step functions (`make_model`, also what `chinchax eval` rebuilds a run
+with), the workdir's config.json, the state (the run's newest checkpoint that loads, else
+`init_from`'s, else a fresh init), the metrics writer and one hook per feature the config
+turns on (run/hooks.py). A WSD branch is an ordinary run whose config sets `init_from`.
+"""
+
+import dataclasses
+import os
+from typing import Any, Callable
+
+import jax
+import ml_collections
+import optax
+from jax.sharding import Mesh, NamedSharding
+
+from chinchax.models import mesh as mesh_lib
+from chinchax.models import sharding
+from chinchax.models.config import ModelConfig
+from chinchax.scaling import atomic, conventions
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import checkpoint, data, hardware, metrics, optimizer
+from chinchax.sweeps import step as step_lib
+from chinchax.sweeps.run import config as run_config
+from chinchax.sweeps.run import hooks as hooks_lib
+from chinchax.sweeps.run import inputs as inputs_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+  """A run's model and optimizer on its mesh; `abstract` is the state checkpoints restore onto."""
+
+  cfg: ModelConfig
+  opt_cfg: optimizer.OptimizerConfig
+  lr: optax.Schedule
+  tx: optax.GradientTransformation
+  mesh: Mesh
+  batch_sharding: NamedSharding
+  abstract: Any
+  train_step: Callable
+  eval_step: Callable
+
+
+def make_mesh(c: ml_collections.ConfigDict, devices=None) -> Mesh:
+  return mesh_lib.make_mesh((c.mesh.data, c.mesh.fsdp, c.mesh.tensor), devices=devices)
+
+
+def make_model(c: ml_collections.ConfigDict, model_cfg: ModelConfig, mesh: Mesh) -> Model:
+  """The optimizer (its schedule over the run's planned steps) and the jitted steps."""
+  rules, mode = sharding.RULES, c.sharding
+  opt_cfg = run_config.optimizer_config(c)
+  lr = optimizer.schedule(opt_cfg, run_config.planned_steps(c))
+  tx = optimizer.make(opt_cfg, lr)
+  abstract, _ = step_lib.state_shardings(model_cfg, tx, mesh, rules, mode)
+  train_step = step_lib.make_train_step(model_cfg, tx, mesh, rules, mode,
+                                        global_batch_size=c.batch_size, grad_accum=c.grad_accum)
+  eval_step = step_lib.make_eval_step(model_cfg, tx, mesh, rules, mode)
+  return Model(model_cfg, opt_cfg, lr, tx, mesh, sharding.batch_sharding(mesh, rules), abstract,
+               train_step, eval_step)
+
+
+@dataclasses.dataclass(frozen=True)
+class Setup:
+  """What the loop reads: built once, never changed (the state and step evolve in the loop)."""
+
+  c: ml_collections.ConfigDict
+  workdir: str
+  inputs: inputs_lib.Inputs
+  batches: Any                # `inputs`, or the seq-len warmup that cuts its rows
+  model: Model
+  total_steps: int
+  tokens_per_step: int
+  D: float                    # planned training tokens
+  epochs: float               # of the planned D over the unique tokens
+  flops_per_token: float      # 6N, for the logged FLOPs and MFU
+  peak: float | None          # peak FLOP/s of a device (None: CPU)
+  state: Any                  # restored or initialised
+  step: int                   # of `state`
+  ckpt: checkpoint.Checkpointer
+  writer: metrics.MetricsWriter
+  hooks: tuple[hooks_lib.Hook, ...]
+  losses: tuple[float, ...]   # eval losses logged up to `step`
+  train_loss: float           # the last one logged up to `step` (nan: none)
+
+  def save(self, step: int, state, force: bool = False) -> None:
+    # After each save the metrics are flushed: a resume drops the rows past its step, so
+    # none up to it may be missing from metrics.jsonl (remote workdirs flush lazily).
+    if self.ckpt.maybe_save(step, state, force=force):
+      self.writer.flush()
+
+  def mfu(self, tok_s: float | None) -> float | None:
+    """Model FLOPs utilisation at `tok_s` tokens/s (None on CPU, which has no fair peak)."""
+    if not (self.peak and tok_s):
+      return None
+    return tok_s * self.flops_per_token / (self.peak * self.model.mesh.size)
+
+
+def build(c: ml_collections.ConfigDict, workdir: str, *, devices=None, checkpoint_lock=None,
+          log=print) -> Setup:
+  """Checks, opens and builds the run in `workdir` (see the module docstring).
+
+  `devices`: the run's mesh (default all of the job's); `checkpoint_lock`: shared by runs in
+  one process (the packed executor), whose checkpoints are then saved in turn, synchronously.
+  """
+  run_config.check(c)
+  total_steps = run_config.planned_steps(c)
+  ds = inputs_lib.open_data(c, total_steps)
+  model_cfg = run_config.model_config(c, ds.vocab_size)
+  data.check_vocab(ds.tokenizer, model_cfg.shape.vocab_size)
+  mesh = make_mesh(c, devices)
+  batch_sharding = sharding.batch_sharding(mesh, sharding.RULES)
+  data.check_batch(c.batch_size, batch_sharding, c.seq_len)
+  inputs = inputs_lib.make(c, ds, batch_sharding)
+  tokens_per_step = c.batch_size * c.seq_len
+  D = total_steps * tokens_per_step
+  epochs = ds.epochs_for(D)
+  if epochs > 4:
+    log(f"warning: D={D:.3g} tokens repeat the {ds.unique_tokens:.3g} unique tokens "
+        f"{epochs:.1f} times; repeats beyond ~4 epochs are worth much less than fresh data")
+  model = make_model(c, model_cfg, mesh)
+
+  ckpt, state, step, init_step = _restore(c, workdir, model, checkpoint_lock, log)
+  inputs.resume(step)
+  writer = metrics.MetricsWriter(workdir, resume_step=step)
+  rows = metrics.read(writer.path)
+  # A run resumed at its last step trains no more: its train loss is the one already logged.
+  logged = [r["train_loss"] for r in rows if r.get("train_loss") is not None]
+  batches, hooks = _hooks(c, workdir, inputs, model_cfg, init_step, checkpoint_lock)
+  return Setup(
+      c=c, workdir=workdir, inputs=inputs, batches=batches, model=model,
+      total_steps=total_steps, tokens_per_step=tokens_per_step, D=D, epochs=epochs,
+      flops_per_token=conventions.flops_per_token(model_cfg.shape, "6ND"),
+      peak=hardware.peak_flops(mesh.devices.flat[0]), state=state, step=step, ckpt=ckpt,
+      writer=writer, hooks=hooks,
+      losses=tuple(r["eval_loss"] for r in rows
+                   if r.get("eval_loss") is not None and 0 < r["step"] <= step),
+      train_loss=logged[-1] if logged else float("nan"))
+
+
+def _restore(c, workdir: str, model: Model, lock, log):
+  """(checkpointer, state, step, init_step): the newest checkpoint that loads, else a start."""
+  atomic.makedirs(workdir)
+  if jax.process_index() == 0:
+    atomic.write_text(os.path.join(workdir, "config.json"), c.to_json_best_effort(indent=2))
+  ckpt = checkpoint.Checkpointer(
+      os.path.join(atomic.absolute(workdir), "checkpoints"), every_steps=c.checkpoint.every_steps,
+      every_minutes=c.checkpoint.every_minutes, keep=c.checkpoint.keep,
+      async_save=lock is None, lock=lock)
+  state, step = ckpt.restore_latest(model.abstract)
+  init_step = None
+  if state is None and c.init_from:
+    # A WSD cooldown branch starts from the stable run's state at its branch point.
+    src = checkpoint.Checkpointer(c.init_from, async_save=False, lock=lock)
+    state, step = src.restore_latest(model.abstract)
+    src.close()
+    if state is None:
+      raise UserError(f"init_from={c.init_from!r} holds no checkpoint that loads")
+    init_step = step
+    log(f"started from {c.init_from} at step {step}")
+  elif state is None:
+    state = step_lib.init_train_state(model.cfg, model.tx, model.mesh, jax.random.key(c.seed),
+                                      sharding.RULES, c.sharding)
+  else:
+    log(f"resumed from step {step}")
+  return ckpt, state, step, init_step
+
+
+def _hooks(c, workdir: str, inputs: inputs_lib.Inputs, model_cfg: ModelConfig,
+           init_step: int | None, lock):
+  """(the batches the loop reads, the hooks of the features the config turns on)."""
+  out, batches = [], inputs
+  if c.branch_of:
+    out.append(hooks_lib.Lineage(c.branch_of, c.init_from, init_step))
+  lengths = run_config.lengths(c)
+  if len(lengths.stages) > 1:
+    batches = hooks_lib.SeqLenWarmup(inputs, lengths, model_cfg.shape,
+                                     c.batch_size * c.seq_len)
+    out.append(batches)
+  out.append(inputs)
+  stopper = run_config.early_stopping(c)
+  if stopper.enabled or c.checkpoint.keep_best:
+    out.append(hooks_lib.BestCheckpoint(workdir, lock))
+  if stopper.enabled:
+    out.append(hooks_lib.EarlyStopping(stopper))
+  if c.wsd.save_steps:
+    out.append(hooks_lib.BranchPoints(workdir, c.wsd.save_steps, lock))
+  return batches, tuple(out)

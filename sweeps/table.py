@@ -1,0 +1,47 @@
+"""The dry-run table of a sweep grid: one row per cell, then the totals and the refusals."""
+
+from collections.abc import Callable, Sequence
+
+from chinchax.sweeps.grid import Cell
+
+
+def duration(seconds: float) -> str:
+  for unit, size, top in (("s", 1, 60), ("m", 60, 60), ("h", 3600, 24)):
+    if round(seconds / size, 1) < top:
+      return f"{seconds / size:.0f}s" if unit == "s" else f"{seconds / size:.1f}{unit}"
+  return f"{seconds / 86400:.1f}d"
+
+
+def format_table(cells: Sequence[Cell], refusals: Sequence[str] = (),
+                 seconds: Callable[[Cell], float] | None = None) -> str:
+  """The dry-run table: one row per cell, then totals and the refusals.
+
+  seconds: a cell's estimated wall time (`estimate.time_model`); adds a time column and a total.
+  """
+  head = ["cell", "C", "N", "d_model x L", "heads", "d_ff", "D", "D/N", "steps", "batch",
+          "peak LR", "C 6ND", "C chinchilla"]
+  if seconds is not None:
+    head.append("time")
+  rows = []
+  for c in cells:
+    s = c.shape
+    row = [c.name, f"{c.budget:.3g}", f"{c.N:,}", f"{s.d_model} x {s.n_layers}",
+           str(s.n_heads), str(s.d_ff), f"{c.D:.3g}", f"{c.tokens_per_param:.1f}",
+           str(c.steps), f"{c.batch_size} x {c.seq_len}", f"{c.peak_lr:.2e}",
+           f"{c.flops_6ND:.3g}", f"{c.flops_chinchilla:.3g}"]
+    if seconds is not None:
+      row.append(duration(seconds(c)))
+    rows.append(row)
+  widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
+  line = lambda r: "  ".join(v.ljust(w) if i == 0 else v.rjust(w)
+                             for i, (v, w) in enumerate(zip(r, widths))).rstrip()
+  out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
+  total_6nd = sum(c.flops_6ND for c in cells)
+  total_ch = sum(c.flops_chinchilla for c in cells)
+  summary = (f"{len(cells)} cells, {len(refusals)} refused; total {total_6nd:.3g} FLOPs (6ND), "
+             f"{total_ch:.3g} (chinchilla)")
+  if seconds is not None:
+    summary += f"; about {duration(sum(map(seconds, cells)))} of training"
+  out += ["", summary]
+  out += [f"  {r}" for r in refusals]
+  return "\n".join(out)
