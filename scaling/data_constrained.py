@@ -20,7 +20,7 @@ The best (N, D) for a budget C = 6ND is a 1-D problem over log N with D = C/(6N)
 has kinks (at D = U and at N = N*(U_D)), so `optimum` scans a dense grid before polishing
 with bounded Brent (scaling.optimum.argmin_1d).
 
-`fit_data_constrained` refits R_D* and R_N* on one's own runs that vary the unique pool U,
+`dc_fit.fit_data_constrained` refits R_D* and R_N* on one's own runs that vary the unique pool U,
 holding the base law theta fixed (the paper's second stage); scaling.dc_fit holds the fit,
 the joint fit of all seven numbers and the bootstrap. R_D* is identified only by runs that
 repeat data (D > U), R_N* only by runs with N > N*(U_D).
@@ -28,7 +28,6 @@ repeat data (D > U), R_N* only by runs with N > N*(U_D).
 
 import numpy as np
 
-from chinchax.scaling.errors import UserError
 
 from chinchax.scaling import optimum as opt
 
@@ -89,20 +88,3 @@ def optimum(C: float, U: float, theta, R_D_star: float = R_D_STAR,
       "loss": f(log_N),
       "at_edge": bool(at_edge),
   }
-
-
-def fit_data_constrained(N, D, U, loss, theta, delta: float = 1e-3) -> dict[str, float]:
-  """R_D*, R_N* for runs (N, D, U, loss) under the fixed base law `theta` (E, A, B, alpha, beta).
-
-  Returns R_D_star, R_N_star and the objective at the fit (scaling.dc_fit, which also fits the
-  base law jointly and gives bootstrap intervals).
-  """
-  from chinchax.scaling import dc_fit  # pylint: disable=g-import-not-at-top  (it imports us)
-  N, D, U, loss = (np.asarray(x, np.float64) for x in (N, D, U, loss))
-  if not (N.shape == D.shape == U.shape == loss.shape) or N.ndim != 1:
-    raise UserError("fit_data_constrained: N, D, U and loss must be 1-D and of one length")
-  for name, x in (("N", N), ("D", D), ("U", U), ("loss", loss)):
-    if not np.all(np.isfinite(x) & (x > 0)):
-      raise UserError(f"fit_data_constrained: {name} must be finite and positive")
-  out = dc_fit.fit(N, D, U, loss, theta, joint=False, delta=delta)
-  return {k: out[k] for k in ("R_D_star", "R_N_star", "objective")}

@@ -195,3 +195,19 @@ def fit(N, D, U, loss, theta0, *, joint: bool, n_resamples: int = 0, seed: int =
       "bootstrap": boot,
       "warnings": warnings,
   }
+
+
+def fit_data_constrained(N, D, U, loss, theta, delta: float = 1e-3) -> dict[str, float]:
+  """R_D*, R_N* for runs (N, D, U, loss) under the fixed base law `theta` (E, A, B, alpha, beta).
+
+  Returns R_D_star, R_N_star and the objective at the fit (`fit` below also fits the base law
+  jointly and gives bootstrap intervals).
+  """
+  N, D, U, loss = (np.asarray(x, np.float64) for x in (N, D, U, loss))
+  if not (N.shape == D.shape == U.shape == loss.shape) or N.ndim != 1:
+    raise UserError("fit_data_constrained: N, D, U and loss must be 1-D and of one length")
+  for name, x in (("N", N), ("D", D), ("U", U), ("loss", loss)):
+    if not np.all(np.isfinite(x) & (x > 0)):
+      raise UserError(f"fit_data_constrained: {name} must be finite and positive")
+  out = fit(N, D, U, loss, theta, joint=False, delta=delta)
+  return {k: out[k] for k in ("R_D_star", "R_N_star", "objective")}
