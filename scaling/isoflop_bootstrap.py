@@ -28,7 +28,7 @@ from chinchax.scaling import isoflop, isoflop_vp
 from chinchax.scaling.errors import UserError
 from chinchax.scaling.runs import Runs, budget_groups
 
-KIND = "parametric"
+KIND = "parametric"  # fitted profiles plus pooled Gaussian noise, sizes kept
 CHUNK = 500  # resamples per batch: bounds the (resamples, runs, parameters) temporaries
 
 
