@@ -76,18 +76,21 @@ def scipy_loop(N, D, L, starts, delta):
   return best
 
 
+def _vp_fit_and_bootstrap(N, D, L, resamples):
+  t = time.perf_counter()
+  fit = parametric.fit_parametric(N, D, L)
+  t_fit = time.perf_counter() - t
+  t = time.perf_counter()
+  samples = bootstrap.bootstrap_parametric(N, D, L, n_resamples=resamples, fit=fit)
+  return fit, samples, t_fit, time.perf_counter() - t
+
+
 def approach3(args) -> None:
   N, D, L = synthetic_sweep(args.points, args.budgets, args.noise, args.seed)
   starts = parametric.paper_grid()
   print(f"data: {len(N)} points at {args.budgets} budgets, noise {args.noise}; "
         f"{len(starts)} paper starts")
-  t = time.perf_counter()
-  fit = parametric.fit_parametric(N, D, L)
-  t_fit = time.perf_counter() - t
-  t = time.perf_counter()
-  samples = bootstrap.bootstrap_parametric(N, D, L, n_resamples=args.resamples, fit=fit)
-  t_boot = time.perf_counter() - t
-  t_vp = t_fit + t_boot
+  fit, samples, t_fit, t_boot = _vp_fit_and_bootstrap(N, D, L, args.resamples)
   print(f"vp fit:                {t_fit:8.2f} s  objective {fit.objective:.15e}")
   print(f"  E={fit.E:.4f} A={fit.A:.1f} B={fit.B:.1f} alpha={fit.alpha:.4f} "
         f"beta={fit.beta:.4f}  warnings={list(fit.warnings)}")
@@ -95,7 +98,7 @@ def approach3(args) -> None:
   lo, hi = np.percentile(samples, [5, 95], axis=0)
   for k, name in enumerate(bootstrap.COLUMNS):
     print(f"  {name:5s} 90% [{lo[k]:.4g}, {hi[k]:.4g}]  truth {LAW[name]}")
-  print(f"vp fit + bootstrap:    {t_vp:8.2f} s")
+  print(f"vp fit + bootstrap:    {t_fit + t_boot:8.2f} s")
   if not args.skip_multistart:
     t = time.perf_counter()
     ref = parametric.fit_parametric(N, D, L, method="multistart")
@@ -110,10 +113,15 @@ def approach3(args) -> None:
     t_scipy = time.perf_counter() - t
     print(f"scipy L-BFGS-B loop ({len(starts)} starts): {t_scipy:8.2f} s  objective "
           f"{f_scipy:.15e}")
-    print(f"speed-up: scipy loop / (vp fit + {args.resamples}-resample bootstrap) = "
-          f"{t_scipy / t_vp:.1f}x")
-    print(f"objective relative difference (scipy - vp) / scipy = "
-          f"{(f_scipy - fit.objective) / f_scipy:.2e} (>= 0: vp no worse)")
+    # The load may change over the long loop: time the vp path again after it and take
+    # the slower of the two runs, so the ratio does not flatter the fast path.
+    _, _, t_fit2, t_boot2 = _vp_fit_and_bootstrap(N, D, L, args.resamples)
+    t_vp = max(t_fit + t_boot, t_fit2 + t_boot2)
+    print(f"vp fit + bootstrap again after the loop: {t_fit2 + t_boot2:8.2f} s")
+    print(f"speed-up: scipy loop / (vp fit + {args.resamples}-resample bootstrap, slower run) "
+          f"= {t_scipy:.1f} / {t_vp:.2f} = {t_scipy / t_vp:.1f}x")
+    print(f"objectives: vp {fit.objective:.15e}, scipy {f_scipy:.15e}; "
+          f"(scipy - vp) / scipy = {(f_scipy - fit.objective) / f_scipy:.2e} (>= 0: vp no worse)")
 
 
 def _law(alpha, beta, E=1.8, N1=1e9, C1=1e20, share=0.3) -> dict:

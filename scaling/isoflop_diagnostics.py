@@ -13,7 +13,9 @@ the sizes are centred on N* (Czech et al. 2026). Per budget:
   over the profile's N*, minus 1: the bias the grid gives the naive estimate, noise aside.
   Its sign is the direction; |parabola_bias| > BIAS_WARN makes a warning naming the budget.
 
-`N_star_parabola` (on the data) and `N_star_profile` are both given where they exist.
+`N_star_parabola` (on the data) and `N_star_profile` are both given where they exist. A
+profile exponent at the end of its search range is warned about too: the sizes do not pin
+the profile's shape down.
 """
 
 import numpy as np
@@ -42,6 +44,11 @@ def diagnose(bud, y_n: np.ndarray, est, method: str) -> tuple[list[dict], tuple[
     vp = isoflop_vp.fit(bud.design("vp"), y_n[None])
   has_vp = bool(vp.ok_R[0])
   out, warnings = [], []
+  if has_vp:
+    for name, v in (("alpha", vp.alpha_R[0]), ("beta", vp.beta_R[0])):
+      if not np.exp(isoflop_vp.LOG_BOUNDS[0]) * 1.01 < v < np.exp(isoflop_vp.LOG_BOUNDS[1]) / 1.01:
+        warnings.append(f"the profile fit's {name}={v:.3g} sits at the end of its search range: "
+                        "these sizes do not determine the profile's shape; sample wider grids")
   for k, C in enumerate(bud.C_K):
     sel = bud.budget_n == k
     x_n = bud.log_N_n[sel]

@@ -59,6 +59,11 @@ class Design:
     """Linear coefficients plus the two exponents."""
     return (1 if self.shared_level else self.K) + 1 + self.K + 2
 
+  @property
+  def i_N(self) -> int:
+    """Column of cN; the cD_k follow it."""
+    return 1 if self.shared_level else self.K
+
   @classmethod
   def make(cls, log_N_n, log_D_n, budget_n, log_C_K, p0_K, p1_K,
            shared_level: bool) -> "Design":
@@ -78,11 +83,6 @@ class Design:
     v_Sxn = np.exp(-beta_S[:, None] * self.log_D_n)
     return np.concatenate([np.broadcast_to(levels, (S, *levels.shape)), u_Sxn[..., None],
                            v_Sxn[..., None] * onehot_nxK], axis=2)
-
-  @property
-  def i_N(self) -> int:
-    """Column of cN; the cD_k follow it."""
-    return 1 if self.shared_level else self.K
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

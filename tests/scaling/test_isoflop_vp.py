@@ -118,6 +118,16 @@ def test_free_levels_absorb_a_budget_wide_offset():
   assert np.max(np.abs(shared.N_opt / synthetic.N_opt(p, synthetic.BUDGETS) - 1)) > 1e-3
 
 
+def test_warns_when_the_sizes_do_not_determine_the_profile():
+  # 3 sizes over 1.5x either side, 1% noise: the loss barely curves, alpha runs to its bound.
+  runs = synthetic.isoflop_runs(LAWS["chinchilla"], n=3, spread=1.5, noise=0.01, seed=1)
+  with pytest.warns(UserWarning, match="not convex"):
+    fit = isoflop.fit_isoflop(runs)
+  assert any("alpha=0.01 sits at the end of its search range" in w for w in fit.warnings)
+  assert not any("sits at the end" in w for w in _fit(synthetic.isoflop_runs(
+      LAWS["chinchilla"], n=3, noise=0.002, seed=1)).warnings)
+
+
 @pytest.mark.slow
 def test_intervals_cover_the_truth_at_their_level():
   """90% intervals of a over 200 noisy sweeps of a drifting grid with 3 sizes per budget

@@ -26,10 +26,16 @@ def _same_optimum(N, D, L, starts=None):
   return fast, ref
 
 
-@pytest.mark.parametrize("name, noise", [("alpha>beta", 0.01), ("alpha<beta", 0.03)])
-def test_same_optimum_as_the_reference_from_fewer_starts(name, noise):
-  _same_optimum(*synthetic.parametric_sweep(LAWS[name], noise=noise, seed=1),
-                starts=parametric.paper_grid()[::9])
+@pytest.mark.parametrize("name, noise, budgets, per, seed", [
+    ("alpha>beta", 0.01, 5, 8, 1), ("alpha>beta", 0.03, 3, 4, 1),
+    # Noise 10% and an outlier: several basins, and the grid's best start ends 0.08% above
+    # the optimum; another of the grid's minima reaches it.
+    ("alpha<beta", 0.1, 5, 8, 2)])
+def test_same_optimum_as_the_reference_from_fewer_starts(name, noise, budgets, per, seed):
+  N, D, L = synthetic.parametric_sweep(LAWS[name], budgets=budgets, per=per, noise=noise,
+                                       seed=seed)
+  L[3] *= 1.3
+  _same_optimum(N, D, L, starts=parametric.paper_grid()[::9])
 
 
 @pytest.mark.slow
