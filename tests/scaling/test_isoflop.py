@@ -231,11 +231,12 @@ def test_bootstrap_keeps_the_design_with_few_sizes():
 
 def test_bootstrap_intervals_cover_at_their_level():
   """Frequentist check: over independent noisy sweeps of a known law, the 90% interval of a
-  holds the truth about 90% of the time (binomial sd for 40 sweeps: 4.7 points)."""
+  holds the truth about 90% of the time (binomial sd for 40 sweeps: 4.7 points). The fast
+  variant of test_isoflop_vp.py's 200-sweep test, with a looser bound."""
   covered = 0
   for seed in range(40):
     runs = isoflop_runs(noise=0.01, seed=100 + seed, offsets=OFFSETS, spread=4.0, n=5)
-    a = bootstrap_isoflop(runs, n_resamples=200, seed=seed)["a"]
+    a = bootstrap_isoflop(runs, n_resamples=100, seed=seed)["a"]
     lo, hi = np.percentile(a, [5, 95])
     covered += lo < A_TRUE < hi
   assert 30 <= covered <= 40, covered
