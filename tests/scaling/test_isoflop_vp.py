@@ -62,6 +62,22 @@ def test_default_is_unbiased_with_noise(name):
     assert abs(err["parabola"]) > 0.01, err
 
 
+def test_flops_per_token_that_grow_faster_than_N():
+  # C = f(N)·D with f = 6·N^1.1: along a budget D = C/(6 N^1.1), and the minimum of
+  # A N^-alpha + B D^-beta is N*^(alpha + 1.1 beta) = alpha A (C/6)^beta / (1.1 beta B).
+  p = LAWS["alpha>beta"]
+  N = synthetic.sizes(p, n=7, spread=10.0)
+  C = np.repeat(synthetic.BUDGETS, 7)
+  D = C / (6 * N**1.1)
+  fit = _fit(synthetic.make_runs(N, D, synthetic.loss(p, N, D), C=C, budget=C,
+                                 flops="chinchilla"))
+  al, be = p["alpha"], p["beta"]
+  N_true = (al * p["A"] * (synthetic.BUDGETS / 6)**be / (1.1 * be * p["B"]))**(1 / (al + 1.1 * be))
+  np.testing.assert_allclose(fit.N_opt, N_true, rtol=1e-6)
+  np.testing.assert_allclose(fit.D_opt, synthetic.BUDGETS / (6 * N_true**1.1), rtol=1e-6)
+  assert fit.a == pytest.approx(be / (al + 1.1 * be), abs=1e-6)
+
+
 def _true_profile(p, C, N):
   return synthetic.loss(p, N, C / (6 * N))
 
