@@ -1,5 +1,7 @@
 """Approach 3 by variable projection reaches the optimum of the 4,500-start reference."""
 
+import re
+
 import numpy as np
 import pytest
 import scipy.optimize
@@ -8,6 +10,10 @@ from chinchax.scaling import huber, parametric, vp
 from tests.scaling import synthetic
 
 LAWS = {name: synthetic.law(*ab) for name, ab in synthetic.EXPONENTS.items()}
+
+
+def _words(warning: str) -> str:
+  return re.sub(r"[-+]?[0-9][0-9.e+-]*", "#", warning)
 
 
 def _same_optimum(N, D, L, starts=None):
@@ -19,7 +25,8 @@ def _same_optimum(N, D, L, starts=None):
   else:
     assert fast.objective <= ref.objective * (1 + 1e-9)  # no worse
     assert fast.objective == pytest.approx(ref.objective, rel=1e-9)
-  assert fast.warnings == ref.warnings
+  # The same warnings; the values they quote may differ where a parameter ran off.
+  assert [_words(w) for w in fast.warnings] == [_words(w) for w in ref.warnings]
   np.testing.assert_allclose(fast.predict(N, D), ref.predict(N, D), rtol=1e-6)
   if not ref.warnings:  # identified: the same parameters (a term that ran off is not)
     np.testing.assert_allclose(fast.log_theta(), ref.log_theta(), rtol=0, atol=1e-6)
