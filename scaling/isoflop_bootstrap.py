@@ -10,11 +10,13 @@ n runs in the screened budgets, p the profile fit's parameters (K + 4 with a sha
 2K + 3 with free levels). Pooling over budgets is what makes 3-size budgets work: a parabola
 through 3 sizes leaves no residual, but the joint fit of K budgets of 3 sizes leaves 2K − 4.
 With so few degrees of freedom sigma itself is uncertain, so each resample draws its own
-noise level, sigma_r² = sigma²·dof/chi²_dof (the noise level's distribution given the
-residuals): for an estimate linear in the losses that makes the percentile interval the
-exact Student-t interval, where a fixed sigma would cover 81-84% instead of 90% at dof = 6
-(measured on 100 sweeps of 5 budgets of 3 sizes). Each resample is refitted by the
-estimator being bootstrapped, all resamples at once, over the budgets the fit kept.
+noise level, sigma_r² = sigma²·dof/chi²_dof (its scaled inverse-chi² distribution given
+the residuals): for an estimate linear in the losses that makes the percentile interval the
+exact Student-t interval. On 200 noisy sweeps of 5 budgets of 3 sizes (dof = 6, alpha/beta
+= 0.7/0.35, drifting grid) the 90% interval of a held the truth in 176 with drawn noise
+levels and in 168 with sigma fixed (tests/scaling/test_isoflop_vp.py). Each resample is
+refitted by the estimator being bootstrapped, all resamples at once, over the budgets the
+fit kept.
 
 A resample is degenerate, skipped and counted, when a kept budget has no minimum in it (the
 parabola opens downward, or no profile of the law's form fits). A minimum that moves
