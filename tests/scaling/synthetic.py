@@ -1,7 +1,5 @@
 """Synthetic IsoFLOP sweeps of a known law L = E + A/N^alpha + B/D^beta under C = 6ND."""
 
-import math
-
 import numpy as np
 
 from chinchax.scaling.runs import make_runs
