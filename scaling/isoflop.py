@@ -121,6 +121,10 @@ class Budgets:
   log_D_n: np.ndarray
 
   def design(self, method: str) -> isoflop_vp.Design:
+    if method == "vp_levels" and self.n_sizes_K.min() < 4:
+      raise UserError(
+          "Approach 2: method 'vp_levels' needs 4 or more sizes in every budget: with 3, a "
+          "budget's own level and D-term fit its 3 losses whatever the exponents; use 'vp'")
     return isoflop_vp.Design.make(self.log_N_n, self.log_D_n, self.budget_n,
                                   np.log(self.C_K), self.p0_K, self.p1_K,
                                   shared_level=method != "vp_levels")

@@ -85,6 +85,15 @@ def test_profile_curves_go_through_noise_free_runs():
 def test_unknown_method_is_refused():
   with pytest.raises(UserError, match="unknown method 'spline'"):
     fit_isoflop(isoflop_runs(offsets=OFFSETS), method="spline")
+  with pytest.raises(UserError, match="unknown method 'spline'"):
+    bootstrap_isoflop(isoflop_runs(offsets=OFFSETS), method="spline")
+
+
+def test_free_levels_need_four_sizes_per_budget():
+  runs = isoflop_runs(offsets=OFFSETS, spread=2.0, n=3)
+  for call in (fit_isoflop, bootstrap_isoflop):
+    with pytest.raises(UserError, match="'vp_levels' needs 4 or more sizes in every budget"):
+      call(runs, method="vp_levels")
 
 
 def test_recovers_the_exponents_with_noise():
