@@ -33,6 +33,7 @@ from chinchax.scaling.errors import UserError
 from chinchax.scaling.runs import Curve, Runs
 
 N_GRID = 1500  # as many C values as Hoffmann et al. used
+KIND = "pairs-curves"  # whole curves resampled with replacement
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -174,4 +175,4 @@ def bootstrap_envelope(runs: Runs, n_resamples: int = 1000, seed: int = 0,
     samples.append((fit.a, fit.b, fit.log_kN, fit.log_kD))
   columns = np.array(samples, np.float64).reshape(-1, 4).T
   return {"a": columns[0], "b": columns[1], "log_kN": columns[2], "log_kD": columns[3],
-          "n_resamples": n_resamples, "n_failed": n_failed, "seed": seed}
+          "n_resamples": n_resamples, "n_failed": n_failed, "seed": seed, "kind": KIND}

@@ -1,36 +1,35 @@
 """Approach 2 of Hoffmann et al. (2022, §3.2): IsoFLOP profiles.
 
-For each budget (a group of runs of about equal C, `runs.budget_groups`) fit a parabola of
-the loss in x = log N by least squares,
+For each budget (a group of runs of about equal C, `runs.budget_groups`) find the size N*
+that minimises the loss along the budget, then, by least squares in log space over the
+budgets,
 
-    L(x) ≈ p0·x² + p1·x + p2,     N* = exp(−p1 / (2·p0)),     L* = L(log N*).
+    log N*(C) = log k_N + a·log C,      log D*(C) = log k_D + b·log C.
+
+Methods for N* (`METHODS`):
+
+* "vp" (default), "vp_levels": every budget's profile as the law implies it,
+  c0 + cN·N^-alpha + cD_k·D^-beta, all budgets fitted jointly (`scaling.isoflop_vp`).
+  Unbiased whatever the grid: no assumption that the sizes are centred on the optimum or
+  that alpha = beta.
+* "parabola": the paper's parabola in log N per budget, L ≈ p0·x² + p1·x + p2,
+  N* = exp(−p1/(2·p0)). Biased when a budget's sizes are off-centre around its optimum and
+  alpha != beta (Czech et al. 2026): the profile is not symmetric in log N. Kept for
+  comparison; the diagnostics say how much it is off on the sweep's own grid.
 
 A budget is dropped, with a warning that names it and says why, when it has fewer than 3
-distinct sizes, when p0 ≤ 0 (the profile has no minimum), or when N* is not strictly inside
-the sizes it sampled (an extrapolated minimum is not a measurement).
+distinct sizes, when its loss is not convex in log N (the parabola opens downward: no
+minimum), or when its fitted N* is not strictly inside the sizes it sampled (an
+extrapolated minimum is not a measurement).
 
 C of a budget is the geometric mean of its runs' C under the runs' FLOPs convention, so the
 law speaks that convention whatever the nominal grid said. D* = C / f(N*), where the FLOPs
 per token f is the least-squares line of log(C/D) on log N over the budget's runs: exactly
-6·N* under `6ND`, the runs' own count under `chinchilla`.
+6·N* under `6ND`, the runs' own count under `chinchilla`. Under `6ND`, a + b = 1 and
+k_N·k_D = 1/6 exactly.
 
-Then, by least squares in log space over the kept budgets,
-
-    log N*(C) = log k_N + a·log C,      log D*(C) = log k_D + b·log C.
-
-Under `6ND`, a + b = 1 and k_N·k_D = 1/6 exactly.
-
-The bootstrap is a residual bootstrap (Davison & Hinkley 1997, Algorithm 6.1): the sizes of a
-budget are a design, not a sample, so every resample keeps them and draws new losses, each
-budget's fitted parabola plus residuals drawn with replacement from the pool of all kept
-budgets' residuals. Each residual is divided by sqrt(1 − h), h its leverage in its parabola,
-and the pool is centred, so the draws have the spread of the noise rather than of what a
-3-parameter fit leaves of it. Resampling the runs themselves instead (a pairs bootstrap)
-repeats sizes: with the 4-6 sizes per budget a sweep can afford, most resamples lose a
-budget's minimum, and those that survive understate the spread. A budget with 3 sizes leaves
-no residual, so at least one budget needs 4 or more. A resample is degenerate, skipped and
-counted, when it does not keep exactly the budgets the full fit kept: the exponents of
-different budget sets are not the same estimate.
+The bootstrap is in `scaling.isoflop_bootstrap` (`bootstrap_isoflop` here calls it), the grid
+diagnostics in `scaling.isoflop_diagnostics`.
 """
 
 import dataclasses
@@ -38,10 +37,14 @@ import warnings
 
 import numpy as np
 
+from chinchax.scaling import isoflop_diagnostics, isoflop_vp
 from chinchax.scaling.errors import UserError
 from chinchax.scaling.runs import Runs, budget_groups
 
 MIN_SIZES = 3
+METHODS = ("vp", "vp_levels", "parabola")
+PARABOLA_FORM = "p[0]*x^2 + p[1]*x + p[2], x = ln N"
+PROFILE_FORM = "L0 + P*(N/N_star)^-alpha + Q*(N/N_star)^gamma"  # alpha*P = gamma*Q
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -54,8 +57,12 @@ class IsoflopFit:
   N_opt: np.ndarray
   D_opt: np.ndarray
   L_opt: np.ndarray
-  parabolas: np.ndarray  # (n_budgets, 3): p0, p1, p2 of L in log N
+  profiles: tuple[dict, ...]  # per kept budget: the fitted curve, see `profile_loss`
   dropped: tuple[str, ...] = ()
+  method: str = "vp"
+  diagnostics: list[dict] = dataclasses.field(default_factory=list)
+  warnings: tuple[str, ...] = ()  # every message a user should read, the dropped ones too
+  exponents: dict | None = None  # the profile's alpha, beta (methods vp*)
 
   def N_star(self, C):
     return np.exp(self.log_kN + self.a * np.log(C))
@@ -63,15 +70,33 @@ class IsoflopFit:
   def D_star(self, C):
     return np.exp(self.log_kD + self.b * np.log(C))
 
+  def profile_loss(self, i: int, N) -> np.ndarray:
+    """The fitted loss of kept budget i at sizes N along that budget."""
+    return profile_loss(self.profiles[i], N)
+
   def to_dict(self) -> dict:
     return {
+        "method": self.method,
         "a": float(self.a), "b": float(self.b),
         "log_kN": float(self.log_kN), "log_kD": float(self.log_kD),
         "points": {"C": self.budgets.tolist(), "N": self.N_opt.tolist(),
                    "D": self.D_opt.tolist(), "loss": self.L_opt.tolist()},
-        "parabolas": self.parabolas.tolist(),
+        "profiles": [dict(p) for p in self.profiles],
+        "exponents": self.exponents,
+        "diagnostics": [dict(d) for d in self.diagnostics],
         "dropped": list(self.dropped),
+        "warnings": list(self.warnings),
     }
+
+
+def profile_loss(profile: dict, N) -> np.ndarray:
+  """Loss on a profile dict of `IsoflopFit.profiles` (its "form" says which curve)."""
+  x = np.log(np.asarray(N, np.float64))
+  if profile["form"] == PARABOLA_FORM:
+    return np.polyval(profile["p"], x)
+  t = x - np.log(profile["N_star"])  # PROFILE_FORM
+  return profile["L0"] + profile["P"] * np.exp(-profile["alpha"] * t) + profile["Q"] * np.exp(
+      profile["gamma"] * t)
 
 
 def budget_C(runs: Runs, idx: np.ndarray) -> float:
@@ -79,96 +104,170 @@ def budget_C(runs: Runs, idx: np.ndarray) -> float:
   return float(np.exp(np.mean(np.log(runs.C[idx]))))
 
 
-def _budget_optimum(runs: Runs, idx: np.ndarray, loss: np.ndarray):
-  """(C, N*, D*, L*, parabola) of one budget, or the reason it is dropped."""
-  C = budget_C(runs, idx)
-  x, loss = np.log(runs.N[idx]), loss[idx]
-  sizes = np.unique(runs.N[idx])
-  if len(sizes) < MIN_SIZES:
-    return f"budget C={C:.3g} dropped: {len(sizes)} distinct sizes, need {MIN_SIZES}"
-  p = np.polyfit(x, loss, 2)
-  if p[0] <= 0:
-    return (f"budget C={C:.3g} dropped: its loss is not convex in log N (the parabola opens "
-            "downward), so it has no minimum; sample sizes on both sides of the optimum")
-  x_opt = -p[1] / (2.0 * p[0])
-  if not x.min() < x_opt < x.max():
-    side = "smaller" if x_opt <= x.min() else "larger"
-    return (f"budget C={C:.3g} dropped: the parabola's minimum N={np.exp(x_opt):.3g} is not "
-            f"inside the sampled sizes [{sizes[0]:.3g}, {sizes[-1]:.3g}]; add {side} models")
-  log_f = np.polyval(np.polyfit(x, np.log(runs.C[idx] / runs.D[idx]), 1), x_opt)
-  return C, np.exp(x_opt), C / np.exp(log_f), np.polyval(p, x_opt), p
+@dataclasses.dataclass(frozen=True, eq=False)
+class Budgets:
+  """The budgets with enough sizes, and what every estimator needs of them but the loss."""
+
+  groups: tuple[np.ndarray, ...]  # run indices per budget
+  C_K: np.ndarray
+  p0_K: np.ndarray  # log(C/D) = p0 + p1·log N within the budget
+  p1_K: np.ndarray
+  x_lo_K: np.ndarray  # sampled log N range
+  x_hi_K: np.ndarray
+  n_sizes_K: np.ndarray
+  idx_n: np.ndarray  # the runs, budget after budget
+  budget_n: np.ndarray
+  log_N_n: np.ndarray
+  log_D_n: np.ndarray
+
+  def design(self, method: str) -> isoflop_vp.Design:
+    if method == "vp_levels" and self.n_sizes_K.min() < 4:
+      raise UserError(
+          "Approach 2: method 'vp_levels' needs 4 or more sizes in every budget: with 3, a "
+          "budget's own level and D-term fit its 3 losses whatever the exponents; use 'vp'")
+    return isoflop_vp.Design.make(self.log_N_n, self.log_D_n, self.budget_n,
+                                  np.log(self.C_K), self.p0_K, self.p1_K,
+                                  shared_level=method != "vp_levels")
 
 
-def _fit(runs: Runs, groups: list[np.ndarray],
-         loss: np.ndarray | None = None) -> tuple[IsoflopFit, tuple[int, ...]]:
-  loss = runs.loss if loss is None else loss
-  kept, rows, dropped = [], [], []
-  for i, idx in enumerate(groups):
-    out = _budget_optimum(runs, idx, loss)
-    if isinstance(out, str):
-      dropped.append(out)
+def screen(runs: Runs, groups: list[np.ndarray], loss: np.ndarray) -> tuple[Budgets, list[str]]:
+  """The budgets with MIN_SIZES distinct sizes and a loss convex in log N; why not the rest."""
+  keep, dropped = [], []
+  for idx in groups:
+    sizes = np.unique(runs.N[idx])
+    if len(sizes) < MIN_SIZES:
+      dropped.append(f"budget C={budget_C(runs, idx):.3g} dropped: {len(sizes)} distinct "
+                     f"sizes, need {MIN_SIZES}")
+    elif not np.polyfit(np.log(runs.N[idx]), loss[idx], 2)[0] > 0:
+      dropped.append(f"budget C={budget_C(runs, idx):.3g} dropped: its loss is not convex in "
+                     "log N (the parabola opens downward), so it has no minimum; sample sizes "
+                     "on both sides of the optimum")
     else:
-      kept.append(i)
-      rows.append(out)
-  if len(rows) < 2:
-    raise UserError(
-        f"Approach 2 needs at least two budgets with a loss minimum inside their sampled "
-        f"sizes; {len(rows)} of {len(groups)} usable" + "".join(f"; {d}" for d in dropped))
-  C, N, D, L = (np.array([r[k] for r in rows], np.float64) for k in range(4))
-  a, log_kN = np.polyfit(np.log(C), np.log(N), 1)
-  b, log_kD = np.polyfit(np.log(C), np.log(D), 1)
-  fit = IsoflopFit(float(a), float(b), float(log_kN), float(log_kD), C, N, D, L,
-                   np.array([r[4] for r in rows]), tuple(dropped))
-  return fit, tuple(kept)
+      keep.append(idx)
+  x = [np.log(runs.N[idx]) for idx in keep]
+  lines = [np.polyfit(xk, np.log(runs.C[idx] / runs.D[idx]), 1) for xk, idx in zip(x, keep)]
+  idx_n = np.concatenate(keep) if keep else np.zeros(0, np.int64)
+  budget_n = np.concatenate([np.full(len(idx), k) for k, idx in enumerate(keep)] or [[]])
+  return Budgets(
+      tuple(keep), np.array([budget_C(runs, idx) for idx in keep]),
+      np.array([l[1] for l in lines]), np.array([l[0] for l in lines]),
+      np.array([xk.min() for xk in x]), np.array([xk.max() for xk in x]),
+      np.array([len(np.unique(xk)) for xk in x]), idx_n, budget_n.astype(np.int64),
+      np.log(runs.N[idx_n]), np.log(runs.D[idx_n])), dropped
 
 
-def fit_isoflop(runs: Runs) -> IsoflopFit:
+def parabolas(bud: Budgets, Y_Rxn: np.ndarray) -> np.ndarray:
+  """(R, K, 3) parabola coefficients in log N of each budget, for each row of losses."""
+  out = []
+  for k in range(len(bud.C_K)):
+    sel = bud.budget_n == k
+    out.append(np.polyfit(bud.log_N_n[sel], Y_Rxn[:, sel].T, 2).T)
+  return np.stack(out, axis=1)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Estimate:
+  """R estimates of every budget's optimum (rows: loss vectors of one design)."""
+
+  log_N_star_RxK: np.ndarray
+  L_star_RxK: np.ndarray
+  convex_RxK: np.ndarray  # the budget's curve has a minimum at all
+  vp: isoflop_vp.Fit | None
+  parabola_RxKx3: np.ndarray
+
+
+def estimate(bud: Budgets, Y_Rxn: np.ndarray, method: str) -> Estimate:
+  P = parabolas(bud, Y_Rxn)
+  if method == "parabola":  # a budget screened in can open downward in a resample
+    with np.errstate(all="ignore"):
+      x = -P[..., 1] / (2 * P[..., 0])
+    L = P[..., 0] * x * x + P[..., 1] * x + P[..., 2]
+    return Estimate(x, L, P[..., 0] > 0, None, P)
+  fit = isoflop_vp.fit(bud.design(method), Y_Rxn)
+  has_min = np.broadcast_to(fit.ok_R[:, None], fit.log_N_star_RxK.shape)
+  return Estimate(fit.log_N_star_RxK, fit.L_star_RxK, has_min, fit, P)
+
+
+def inside(bud: Budgets, est: Estimate) -> np.ndarray:
+  """(R, K): the budget's minimum exists and lies strictly inside its sampled sizes."""
+  x = est.log_N_star_RxK
+  with np.errstate(invalid="ignore"):
+    return est.convex_RxK & (bud.x_lo_K < x) & (x < bud.x_hi_K)
+
+
+def power_laws(bud: Budgets, log_N_star_RxK: np.ndarray, keep_K: np.ndarray):
+  """(a, log_kN, b, log_kD), each (R,), by least squares over the kept budgets."""
+  log_C = np.log(bud.C_K[keep_K])
+  x = log_N_star_RxK[:, keep_K]
+  log_D = log_C - bud.p0_K[keep_K] - bud.p1_K[keep_K] * x
+  lc = log_C - log_C.mean()
+  slope = lambda y: (y - y.mean(axis=1, keepdims=True)) @ lc / (lc @ lc)
+  a, b = slope(x), slope(log_D)
+  return a, x.mean(axis=1) - a * log_C.mean(), b, log_D.mean(axis=1) - b * log_C.mean()
+
+
+def _why_dropped(bud: Budgets, k: int, est: Estimate, method: str) -> str:
+  C, lo, hi = bud.C_K[k], np.exp(bud.x_lo_K[k]), np.exp(bud.x_hi_K[k])
+  if not est.convex_RxK[0, k]:
+    return (f"budget C={C:.3g} dropped: no profile of the law's form with a minimum in every "
+            "budget fits these runs; check them, or use method 'parabola'")
+  x = est.log_N_star_RxK[0, k]
+  side = "smaller" if x <= bud.x_lo_K[k] else "larger"
+  what = "parabola" if method == "parabola" else "fitted profile"
+  return (f"budget C={C:.3g} dropped: the {what}'s minimum N={np.exp(x):.3g} is not inside "
+          f"the sampled sizes [{lo:.3g}, {hi:.3g}]; add {side} models")
+
+
+def too_few(n_kept: int, n_groups: int, dropped: list[str]) -> UserError:
+  return UserError(
+      f"Approach 2 needs at least two budgets with a loss minimum inside their sampled "
+      f"sizes; {n_kept} of {n_groups} usable" + "".join(f"; {d}" for d in dropped))
+
+
+def _profile(bud: Budgets, est: Estimate, k: int) -> dict:
+  C = float(bud.C_K[k])
+  if est.vp is None:
+    return {"C": C, "form": PARABOLA_FORM, "p": est.parabola_RxKx3[0, k].tolist()}
+  vp = est.vp
+  alpha, gamma, P = float(vp.alpha_R[0]), float(vp.gamma_RxK[0, k]), float(vp.P_RxK[0, k])
+  Q = alpha * P / gamma
+  return {"C": C, "form": PROFILE_FORM, "N_star": float(np.exp(est.log_N_star_RxK[0, k])),
+          "L0": float(est.L_star_RxK[0, k]) - P - Q, "P": P, "Q": Q, "alpha": alpha,
+          "gamma": gamma}
+
+
+def fit_isoflop(runs: Runs, method: str = "vp") -> IsoflopFit:
   """Approach 2 on `runs`; each dropped budget also becomes a `UserWarning`."""
-  fit, _ = _fit(runs, budget_groups(runs))
-  for message in fit.dropped:
-    warnings.warn(f"Approach 2: {message}", stacklevel=2)
-  return fit
-
-
-def _scaled_residuals(runs: Runs, idx: np.ndarray, p: np.ndarray) -> np.ndarray:
-  """A budget's residuals from its parabola, each divided by sqrt(1 − leverage)."""
-  x = np.log(runs.N[idx])
-  u = (x - x.mean()) / max(np.ptp(x), 1e-12)  # same column space, well conditioned
-  Q_nx3, _ = np.linalg.qr(np.stack([u * u, u, np.ones_like(u)], axis=1))
-  h = np.sum(Q_nx3 * Q_nx3, axis=1)
-  free = 1.0 - h > 1e-9  # h = 1: the parabola passes through the point whatever its noise
-  return (runs.loss[idx] - np.polyval(p, x))[free] / np.sqrt(1.0 - h[free])
-
-
-def bootstrap_isoflop(runs: Runs, n_resamples: int = 1000, seed: int = 0) -> dict:
-  """Samples of a, b, log_kN, log_kD by the residual bootstrap of the module docstring."""
+  if method not in METHODS:
+    raise UserError(f"Approach 2: unknown method {method!r}; use one of {', '.join(METHODS)}")
   groups = budget_groups(runs)
-  fit, kept = _fit(runs, groups)
-  kept_idx = [groups[i] for i in kept]
-  pool = np.concatenate([_scaled_residuals(runs, idx, p)
-                         for idx, p in zip(kept_idx, fit.parabolas)])
-  if len(pool) == 0:
-    raise UserError(
-        "Approach 2's bootstrap needs a budget with 4 or more sizes: through 3 sizes the "
-        "parabola fits every loss exactly and leaves no residual to measure the noise by")
-  pool = pool - pool.mean()
-  fitted = runs.loss.copy()
-  for idx, p in zip(kept_idx, fit.parabolas):
-    fitted[idx] = np.polyval(p, np.log(runs.N[idx]))
-  resampled = np.concatenate(kept_idx)
-  rng = np.random.default_rng(seed)
-  samples, n_failed = [], 0
-  for _ in range(n_resamples):
-    loss = fitted.copy()  # dropped budgets keep their losses, so they are dropped again
-    loss[resampled] += rng.choice(pool, size=len(resampled), replace=True)
-    try:
-      boot, kept_here = _fit(runs, groups, loss)
-    except UserError:
-      kept_here = None
-    if kept_here != kept:
-      n_failed += 1
-      continue
-    samples.append((boot.a, boot.b, boot.log_kN, boot.log_kD))
-  columns = np.array(samples, np.float64).reshape(-1, 4).T
-  return {"a": columns[0], "b": columns[1], "log_kN": columns[2], "log_kD": columns[3],
-          "n_resamples": n_resamples, "n_failed": n_failed, "seed": seed}
+  bud, dropped = screen(runs, groups, runs.loss)
+  if len(bud.C_K) < 2:
+    raise too_few(len(bud.C_K), len(groups), dropped)
+  y = runs.loss[bud.idx_n]
+  est = estimate(bud, y[None], method)
+  keep = inside(bud, est)[0]
+  dropped += [_why_dropped(bud, k, est, method) for k in np.flatnonzero(~keep)]
+  if keep.sum() < 2:
+    raise too_few(int(keep.sum()), len(groups), dropped)
+  for message in dropped:
+    warnings.warn(f"Approach 2: {message}", stacklevel=2)
+  a, log_kN, b, log_kD = (float(v[0]) for v in power_laws(bud, est.log_N_star_RxK, keep))
+  x = est.log_N_star_RxK[0, keep]
+  diagnostics, grid_warnings = isoflop_diagnostics.diagnose(bud, y, est, method)
+  exponents = None
+  if est.vp is not None:
+    exponents = {"alpha": float(est.vp.alpha_R[0]), "beta": float(est.vp.beta_R[0]),
+                 "levels": "per_budget" if method == "vp_levels" else "shared"}
+  return IsoflopFit(
+      a, b, log_kN, log_kD, bud.C_K[keep], np.exp(x),
+      bud.C_K[keep] / np.exp(bud.p0_K[keep] + bud.p1_K[keep] * x), est.L_star_RxK[0, keep],
+      tuple(_profile(bud, est, k) for k in np.flatnonzero(keep)), tuple(dropped), method,
+      diagnostics, tuple(dropped) + grid_warnings, exponents)
+
+
+def bootstrap_isoflop(runs: Runs, n_resamples: int = 1000, seed: int = 0,
+                      method: str = "vp") -> dict:
+  """Samples of a, b, log_kN, log_kD: `scaling.isoflop_bootstrap.bootstrap_isoflop`."""
+  from chinchax.scaling import isoflop_bootstrap  # it builds on this module
+  return isoflop_bootstrap.bootstrap_isoflop(runs, n_resamples, seed, method)

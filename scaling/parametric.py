@@ -1,46 +1,33 @@
 """Approach 3 of Hoffmann et al. (2022): fit L(N, D) = E + A/N^alpha + B/D^beta.
 
-With theta = (a, b, e, alpha, beta), A = exp(a), B = exp(b), E = exp(e), x = log N,
-y = log D, l = log L (natural logs), the fit minimises, in float64,
+The fit minimises the paper's objective (`scaling.huber`): the summed Huber loss (delta
+1e-3 by default) of the log-residuals, in float64, over theta = (log A, log B, log E, alpha,
+beta). Two ways to reach its minimum (`METHODS`):
 
-    F(theta) = sum_i w_i Huber_delta(r_i),
-    r_i      = LSE(a - alpha x_i, b - beta y_i, e) - l_i,
-    Huber_delta(r) = r^2/2 if |r| <= delta else delta (|r| - delta/2),
+* "vp" (default): variable projection (`scaling.vp`): a 2-D search over (alpha, beta) with
+  (E, A, B) profiled out, the grid's best basins carried to the exact objective;
+* "multistart": the paper's own recipe (`scaling.multistart`): all 4,500 starts of its
+  grid carried to a local minimum. The reference the "vp" path is tested against.
 
-a *sum* over points (w_i = 1 unless weights are given), from the paper's grid of 4,500 starts
-(`paper_grid`). The paper ran L-BFGS from every start; here every start is carried to a
-local minimum of F by a homotopy, all starts at once:
-
-1. least squares (delta = inf: smooth, so far starts reach a basin in few steps) on a fixed
-   subsample of 48 points, then
-2. F itself on all points, from the distinct end points of stage 1,
-
-each stage by trust-region Newton steps with the exact gradient and Hessian of the
-5-parameter objective, vectorised over starts in float64; starts that meet are merged and go
-on as one. The best few minima are polished by scipy's L-BFGS-B with the exact gradient. The
-best objective is the minimum a plain L-BFGS-B loop over the same starts finds (to 1e-6
-relative, `bench/fit_bench.py`), in a fraction of the time.
-
-`n_at_best` counts the starts whose final objective is within `AT_BEST_RTOL` (relative) of
-the best one; for data a law fits exactly (best objective ~ 0) the tolerance is floored at
-AT_BEST_RTOL^2 times the objective of residuals all equal to delta.
+Either way the best few distinct minima are polished by scipy's L-BFGS-B with the exact
+gradient (ftol 1e-15), so the reported optimum is the paper's objective's to the last
+digits. `n_at_best` counts the starts whose final objective is within `AT_BEST_RTOL`
+(relative) of the best one; for data a law fits exactly (best objective ~ 0) the tolerance
+is floored at AT_BEST_RTOL^2 times the objective of residuals all equal to delta.
 """
 
-import concurrent.futures
 import dataclasses
-import os
 
 import numpy as np
-import scipy.optimize
 
-from chinchax.scaling import optimum
+from chinchax.scaling import huber, multistart, optimum, vp
 from chinchax.scaling.errors import UserError
+from chinchax.scaling.huber import DEFAULT_DELTA
 
-DEFAULT_DELTA = 1e-3
+METHODS = ("vp", "multistart")
 AT_BEST_RTOL = 1e-6  # starts within this relative objective gap count as "at best".
 N_POLISH = 4  # distinct minima polished by L-BFGS-B.
-STAGE1_POINTS = 48  # points (a fixed random subsample) in stage 1 of the homotopy.
-RADIUS0 = 1.0  # initial trust radius in centred coordinates.
+paper_grid = multistart.paper_grid
 
 # Boundaries past which the fitted law is not a trustworthy extrapolation.
 EXPONENT_MIN = 0.02
@@ -61,19 +48,20 @@ class ParametricFit:
   alpha: float
   beta: float
   objective: float  # summed Huber objective at the best start.
-  n_starts: int
+  n_starts: int  # starts carried to a local minimum (method vp: the grid's basins)
   n_at_best: int  # starts within AT_BEST_RTOL (relative) of the best objective.
   n_points: int
   delta: float
   warnings: tuple[str, ...] = ()
+  method: str = "vp"
 
   def predict(self, N, D) -> np.ndarray:
     N = np.asarray(N, np.float64)
     D = np.asarray(D, np.float64)
     return self.E + self.A / N**self.alpha + self.B / D**self.beta
 
-  def theta(self) -> np.ndarray:
-    """(a, b, e, alpha, beta): the optimiser's coordinates."""
+  def log_theta(self) -> np.ndarray:
+    """(log A, log B, log E, alpha, beta): the optimiser's coordinates."""
     return np.array([np.log(self.A), np.log(self.B), np.log(self.E), self.alpha, self.beta])
 
   @property
@@ -88,223 +76,6 @@ class ParametricFit:
 
   def _natural(self) -> np.ndarray:
     return np.array([self.E, self.A, self.B, self.alpha, self.beta], np.float64)
-
-
-def paper_grid() -> np.ndarray:
-  """The 4,500 starts of Hoffmann et al.: (4500, 5) in (a, b, e, alpha, beta) order."""
-  a = b = np.arange(0.0, 25.0 + 1e-9, 5.0)
-  e = np.arange(-1.0, 1.0 + 1e-9, 0.5)
-  alpha = beta = np.arange(0.0, 2.0 + 1e-9, 0.5)
-  grid = np.meshgrid(a, b, e, alpha, beta, indexing="ij")
-  return np.stack([g.ravel() for g in grid], axis=1)
-
-
-# --------------------------------------------------------------------------- batched Newton
-#
-# Centred coordinates a' = a - alpha*mean(x), b' = b - beta*mean(y) decorrelate (a, alpha)
-# and (b, beta), so the damping and the stopping tests see a well-conditioned problem. With
-# u = (a' - alpha x~, b' - beta y~, e), p = softmax(u), r = LSE(u) - l and
-# g = dr/dtheta = (p1, p2, p3, -p1 x~, -p2 y~):
-#
-#   dF  = sum_i w h'(r) g
-#   d2F = sum_i w [h''(r) g g^T + h'(r) (J^T diag(p) J - g g^T)]
-#
-# with h' = clip(r, -delta, delta), h'' = [|r| <= delta] and J the constant 3x5 map
-# theta -> u. Every sum over points is a (starts, n) @ (n, 6) product against the moments
-# (1, x~, y~, x~^2, x~y~, y~^2), so a Newton step for thousands of starts is a few BLAS calls.
-
-
-@dataclasses.dataclass(frozen=True)
-class Problem:
-  """Log-data in centred coordinates; `moments` is (n, 6): 1, x, y, x^2, xy, y^2."""
-
-  x: np.ndarray
-  y: np.ndarray
-  l: np.ndarray
-  x_mean: float
-  y_mean: float
-  delta: float
-  moments: np.ndarray
-
-  @classmethod
-  def make(cls, x, y, l, delta) -> "Problem":
-    x_mean, y_mean = float(np.mean(x)), float(np.mean(y))
-    x, y = x - x_mean, y - y_mean
-    moments = np.stack([np.ones_like(x), x, y, x * x, x * y, y * y], axis=1)
-    return cls(x, y, np.asarray(l), x_mean, y_mean, float(delta), moments)
-
-  def to_centered(self, th: np.ndarray) -> np.ndarray:
-    th = np.array(th, np.float64)
-    th[:, 0] -= th[:, 3] * self.x_mean
-    th[:, 1] -= th[:, 4] * self.y_mean
-    return th
-
-  def from_centered(self, th: np.ndarray) -> np.ndarray:
-    th = np.array(th, np.float64)
-    th[:, 0] += th[:, 3] * self.x_mean
-    th[:, 1] += th[:, 4] * self.y_mean
-    return th
-
-
-_CHUNK_ELEMENTS = 1 << 16  # starts x points per block: keeps temporaries in cache.
-
-
-def evaluate(pb: Problem, th_Sx5: np.ndarray, W_Sxn: np.ndarray, order: int = 2):
-  """(F,) or (F, dF) or (F, dF, d2F) at S centred starts; W is (S, n) or shared (1, n)."""
-  S, n = len(th_Sx5), len(pb.x)
-  chunk = max(1, _CHUNK_ELEMENTS // n)
-  if S <= chunk:
-    return _evaluate(pb, th_Sx5, W_Sxn, order)
-  parts = [_evaluate(pb, th_Sx5[i:i + chunk], W_Sxn if len(W_Sxn) == 1 else W_Sxn[i:i + chunk],
-                     order) for i in range(0, S, chunk)]
-  return tuple(np.concatenate(p) for p in zip(*parts))
-
-
-def _evaluate(pb, th_Sx5, W_Sxn, order):
-  a, b, e, alpha, beta = (th_Sx5[:, k:k + 1] for k in range(5))
-  delta = pb.delta
-  u1 = a - alpha * pb.x
-  u2 = b - beta * pb.y
-  m = np.maximum(np.maximum(u1, u2), e)
-  e1 = np.exp(np.subtract(u1, m, out=u1), out=u1)
-  e2 = np.exp(np.subtract(u2, m, out=u2), out=u2)
-  e3 = np.exp(e - m)
-  s = e1 + e2
-  s += e3
-  r = np.log(s)
-  r += m
-  r -= pb.l
-  h = np.clip(r, -delta, delta)  # Huber'(r); Huber(r) = h (r - h/2).
-  huber = r - 0.5 * h
-  huber *= h
-  shared = len(W_Sxn) == 1
-  F_S = huber @ W_Sxn[0] if shared else np.einsum("sn,sn->s", W_Sxn, huber)
-  if order == 0:
-    return (F_S,)
-  # Shared weights fold into the moments; per-start weights multiply the terms.
-  mom = pb.moments * W_Sxn[0][:, None] if shared else pb.moments
-  inside = h == r  # Huber''(r)
-  if not shared:
-    h *= W_Sxn
-  np.divide(1.0, s, out=s)
-  p1, p2, p3 = e1 * s, e2 * s, e3 * s
-  T1, T2, T3 = (h * p1) @ mom, (h * p2) @ mom, (h * p3) @ mom
-  dF_Sx5 = np.stack([T1[:, 0], T2[:, 0], T3[:, 0], -T1[:, 1], -T2[:, 2]], axis=1)
-  if order == 1:
-    return F_S, dF_Sx5
-  c2 = inside * W_Sxn if not shared else inside.astype(np.float64)
-  c2 -= h
-  p1 *= c2  # now c2 p1
-  Q11, Q12, Q13 = (p1 * e1 * s) @ mom, (p1 * p2) @ mom, (p1 * p3) @ mom
-  p2 *= c2  # now c2 p2
-  Q22, Q23 = (p2 * e2 * s) @ mom, (p2 * p3) @ mom
-  Q33 = (c2 * p3 * p3) @ mom
-  upper = {
-      (0, 0): Q11[:, 0] + T1[:, 0], (0, 1): Q12[:, 0], (0, 2): Q13[:, 0],
-      (0, 3): -Q11[:, 1] - T1[:, 1], (0, 4): -Q12[:, 2],
-      (1, 1): Q22[:, 0] + T2[:, 0], (1, 2): Q23[:, 0], (1, 3): -Q12[:, 1],
-      (1, 4): -Q22[:, 2] - T2[:, 2],
-      (2, 2): Q33[:, 0] + T3[:, 0], (2, 3): -Q13[:, 1], (2, 4): -Q23[:, 2],
-      (3, 3): Q11[:, 3] + T1[:, 3], (3, 4): Q12[:, 4], (4, 4): Q22[:, 5] + T2[:, 5],
-  }
-  H = np.empty((len(F_S), 5, 5))
-  for (i, j), v in upper.items():
-    H[:, i, j] = H[:, j, i] = v
-  return F_S, dF_Sx5, H
-
-
-def _trust_region_step(dF_Sx5, H_Sx5x5, radius_S):
-  """argmin of the quadratic model within |s| <= radius, and the decrease it predicts.
-
-  In H's eigenbasis the step is -(H + mu I)^-1 dF with mu >= max(0, -eig_min) such that
-  |s| = radius unless the Newton step already fits (More & Sorensen 1983). 1/|s(mu)| is
-  concave and nearly linear in mu, so Newton's method from the left converges monotonically.
-  """
-  eig_Sx5, Q_Sx5x5 = np.linalg.eigh(H_Sx5x5)
-  gq_Sx5 = np.einsum("sji,sj->si", Q_Sx5x5, dF_Sx5)
-  g2_Sx5 = gq_Sx5**2
-  scale = np.abs(eig_Sx5).max(1) + np.sqrt(g2_Sx5.sum(1)) + 1e-300
-  mu = np.maximum(0.0, -eig_Sx5[:, 0]) + 1e-12 * scale
-  with np.errstate(divide="ignore", over="ignore"):
-    newton_norm2 = np.sum(g2_Sx5 / eig_Sx5**2, 1)
-  newton_fits = (eig_Sx5[:, 0] > 1e-12 * scale) & (newton_norm2 <= radius_S**2)
-  mu = np.where(newton_fits, 0.0, mu)
-  for _ in range(12):
-    d = eig_Sx5 + mu[:, None]
-    norm2 = np.sum(g2_Sx5 / d**2, 1)
-    norm = np.sqrt(norm2)
-    dnorm2 = np.sum(g2_Sx5 / d**3, 1)
-    update = (norm / radius_S - 1.0) * norm2 / np.maximum(dnorm2, 1e-300)
-    mu = np.where(newton_fits, 0.0, mu + np.maximum(update, 0.0))
-  sq_Sx5 = gq_Sx5 / (eig_Sx5 + mu[:, None])
-  predicted_S = np.sum(gq_Sx5 * sq_Sx5 - 0.5 * eig_Sx5 * sq_Sx5**2, 1)
-  return -np.einsum("sij,sj->si", Q_Sx5x5, sq_Sx5), predicted_S
-
-
-def minimize_batched(pb: Problem, th0_Sx5: np.ndarray, W_Sxn: np.ndarray, *, group_S=None,
-                     max_iter: int = 500, xtol: float = 1e-9, merge_tol: float = 1e-7,
-                     stall_rtol: float = 1e-10):
-  """Trust-region Newton from every centred start at once: (theta, F, converged) per start.
-
-  A start stops when a step shorter than `xtol` gains (almost) nothing, when the model
-  predicts no gain, when the region has collapsed, or when ten steps gained less than
-  `stall_rtol` of F. A start that creeps along a plateau where a term has died (E -> 0,
-  A -> 0, ...) at a pace that cannot reach its group's best within `max_iter` is dropped
-  unconverged: it can neither be nor join the best fit. Starts of the same `group` (the same
-  row of W) whose iterates meet within `merge_tol` go on as one, so duplicates cost nothing;
-  each then reports its representative's result.
-  """
-  S = len(th0_Sx5)
-  th = np.array(th0_Sx5, np.float64)
-  group_S = np.zeros(S, np.int64) if group_S is None else np.asarray(group_S)
-  shared = W_Sxn.shape[0] == 1
-  F, dF, H = evaluate(pb, th, W_Sxn)
-  radius = np.full(S, RADIUS0)
-  converged = np.zeros(S, bool)
-  active = np.isfinite(F)
-  alias = np.arange(S)
-  F_checkpoint = F.copy()
-  for it in range(max_iter):
-    idx = np.flatnonzero(active)
-    if not idx.size:
-      break
-    step, predicted = _trust_region_step(dF[idx], H[idx], radius[idx])
-    trial = th[idx] + step
-    Ft, dFt, Ht = evaluate(pb, trial, W_Sxn if shared else W_Sxn[idx])
-    gain = F[idx] - Ft
-    ok = np.isfinite(Ft) & (gain > 0)
-    step_norm = np.sqrt(np.sum(step**2, 1))
-    acc = idx[ok]
-    th[acc], F[acc], dF[acc], H[acc] = trial[ok], Ft[ok], dFt[ok], Ht[ok]
-    rho = np.where(ok, gain, -1.0) / np.maximum(predicted, 1e-300)
-    r = radius[idx]
-    r = np.where(rho < 0.25, 0.25 * step_norm,
-                 np.where((rho > 0.75) & (step_norm > 0.99 * r), 2.0 * r, r))
-    radius[idx] = np.clip(r, 1e-14, 1e3)
-    f_scale = np.abs(F[idx]) + 1e-300
-    done = ((step_norm <= xtol) & (gain <= 1e-13 * f_scale)) | (
-        predicted <= 1e-16 * f_scale) | (radius[idx] <= 1e-13)
-    converged[idx[done]] = True
-    if it % 10 == 9:
-      gain10 = F_checkpoint[idx] - F[idx]
-      F_checkpoint[idx] = F[idx]
-      done |= gain10 <= stall_rtol * f_scale
-      converged[idx[done]] = True
-      # At this pace the start cannot reach its group's best within max_iter: drop it.
-      best = np.full(group_S.max() + 1, np.inf)
-      np.minimum.at(best, group_S, F)
-      done |= gain10 * (max_iter / 10) < F[idx] - best[group_S[idx]]
-    active[idx[done]] = False
-    idx = np.flatnonzero(active)
-    keys = np.column_stack([group_S[idx], np.round(th[idx] / merge_tol)])
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    rep = idx[first[inverse.ravel()]]
-    merged = rep != idx
-    alias[idx[merged]] = rep[merged]
-    active[idx[merged]] = False
-  while np.any(alias[alias] != alias):
-    alias = alias[alias]
-  return th[alias], F[alias], converged[alias]
 
 
 def check_data(N, D, loss, weights=None) -> tuple[np.ndarray, ...]:
@@ -342,58 +113,13 @@ def check_data(N, D, loss, weights=None) -> tuple[np.ndarray, ...]:
   return arrays[0], arrays[1], arrays[2], w
 
 
+
 def huber_objective(theta, N, D, loss, delta=DEFAULT_DELTA, weights=None) -> float:
   """F(theta): the summed (weighted) Huber loss of the log-residuals."""
   N, D, loss, w = check_data(N, D, loss, weights)
-  problem = Problem.make(np.log(N), np.log(D), np.log(loss), delta)
+  problem = huber.Problem.make(np.log(N), np.log(D), np.log(loss), delta)
   th = problem.to_centered(np.asarray(theta, np.float64).reshape(1, 5))
-  return float(evaluate(problem, th, w[None], order=0)[0][0])
-
-
-def _on_all_cores(minimize, th_Sx5: np.ndarray):
-  """`minimize` over the starts in one chunk per core, in threads: numpy's batched linear
-  algebra and ufuncs release the GIL, so the chunks run in parallel."""
-  n = max(1, min(os.cpu_count() or 1, 8, len(th_Sx5) // 256))
-  if n == 1:
-    return minimize(th_Sx5)
-  chunks = np.array_split(th_Sx5, n)
-  with concurrent.futures.ThreadPoolExecutor(n) as pool:
-    parts = list(pool.map(minimize, chunks))
-  return tuple(np.concatenate(p) for p in zip(*parts))
-
-
-def _homotopy(pb: Problem, starts_Sx5: np.ndarray, w: np.ndarray):
-  """Carry every start to a local minimum of F: (theta, F, converged) per start.
-
-  Stage 1 is least squares (delta = inf) on a fixed subsample of the points: smooth, so
-  far-away starts reach a basin in few cheap steps, and the thousands of starts collapse
-  onto a few distinct points. Stage 2 minimises F itself on all points from each of those.
-  """
-  n = len(pb.x)
-  sub = np.arange(n)
-  if n > STAGE1_POINTS:
-    sub = np.sort(np.random.default_rng(0).choice(n, STAGE1_POINTS, replace=False))
-  pb1 = dataclasses.replace(pb, x=pb.x[sub], y=pb.y[sub], l=pb.l[sub],
-                            moments=pb.moments[sub], delta=np.inf)
-  th1, _, _ = _on_all_cores(lambda th: minimize_batched(
-      pb1, th, w[None, sub], max_iter=150, xtol=1e-5, merge_tol=1e-3, stall_rtol=1e-6),
-                             starts_Sx5)
-  _, first, inverse = np.unique(np.round(th1 / 3e-2), axis=0, return_index=True,
-                                return_inverse=True)
-  th2, f2, conv2 = _on_all_cores(lambda th: minimize_batched(pb, th, w[None]), th1[first])
-  inverse = inverse.ravel()
-  return th2[inverse], f2[inverse], conv2[inverse]
-
-
-def _polish(problem: Problem, th_c: np.ndarray, w: np.ndarray):
-  """Tight L-BFGS-B from a centred start, exact gradient: the last digits of the minimum."""
-  def fun(t):
-    f, g = evaluate(problem, t[None], w[None], order=1)
-    return float(f[0]), g[0]
-
-  res = scipy.optimize.minimize(fun, th_c, jac=True, method="L-BFGS-B",
-                                options=dict(maxiter=2000, ftol=1e-15, gtol=1e-13))
-  return res.x, float(res.fun)
+  return float(huber.evaluate(problem, th, w[None], order=0)[0][0])
 
 
 def _warnings(th: np.ndarray, N: np.ndarray, D: np.ndarray, loss: np.ndarray, n_at_best: int,
@@ -425,21 +151,29 @@ def _warnings(th: np.ndarray, N: np.ndarray, D: np.ndarray, loss: np.ndarray, n_
   return tuple(out)
 
 
-def fit_parametric(N, D, loss, *, delta=DEFAULT_DELTA, starts=None,
-                   weights=None) -> ParametricFit:
-  """Minimise F over `starts` (default: `paper_grid()`) and return the best fit."""
+def fit_parametric(N, D, loss, *, delta=DEFAULT_DELTA, starts=None, weights=None,
+                   method: str = "vp") -> ParametricFit:
+  """Minimise the objective by `method` ("multistart": over `starts`, default `paper_grid()`)."""
   N, D, loss, w = check_data(N, D, loss, weights)
+  if method not in METHODS:
+    raise UserError(f"parametric fit: unknown method {method!r}; use one of "
+                    f"{', '.join(METHODS)}")
   if not (np.isfinite(delta) and delta > 0):
     raise UserError(f"parametric fit: delta must be positive, got {delta!r}")
-  starts = paper_grid() if starts is None else np.asarray(starts, np.float64)
-  if starts.ndim != 2 or starts.shape[1] != 5 or not len(starts):
-    raise UserError(f"parametric fit: starts must have shape (k, 5) in (a, b, e, alpha, beta) "
-                    f"order, got {starts.shape}")
-  if not np.all(np.isfinite(starts)):
-    raise UserError("parametric fit: starts must be finite")
-
-  problem = Problem.make(np.log(N), np.log(D), np.log(loss), delta)
-  th_c, f, converged = _homotopy(problem, problem.to_centered(starts), w)
+  problem = huber.Problem.make(np.log(N), np.log(D), np.log(loss), delta)
+  if method == "vp":
+    if starts is not None:
+      raise UserError("parametric fit: starts are for method 'multistart'; 'vp' finds its "
+                      "own from a grid over (alpha, beta)")
+    th_c, f, converged = vp.local_minima(problem, w)
+  else:
+    starts = paper_grid() if starts is None else np.asarray(starts, np.float64)
+    if starts.ndim != 2 or starts.shape[1] != 5 or not len(starts):
+      raise UserError(f"parametric fit: starts must have shape (k, 5) in (a, b, e, alpha, "
+                      f"beta) order, got {starts.shape}")
+    if not np.all(np.isfinite(starts)):
+      raise UserError("parametric fit: starts must be finite")
+    th_c, f, converged = multistart.local_minima(problem, problem.to_centered(starts), w)
 
   # Polish the best few distinct minima; the best polished one is the fit. The starts that
   # ended at a polished minimum take its polished objective.
@@ -449,7 +183,7 @@ def fit_parametric(N, D, loss, *, delta=DEFAULT_DELTA, starts=None,
   best_th, best_f, best_conv = th_c[order[0]], f[order[0]], bool(converged[order[0]])
   f = f.copy()
   for k in order[np.sort(first)[:N_POLISH]]:
-    t, fk = _polish(problem, th_c[k], w)
+    t, fk = huber.polish(problem, th_c[k], w)
     same = np.all(keys == keys[k], axis=1)
     f[same] = np.minimum(f[same], fk)
     if fk < best_f:
@@ -462,5 +196,5 @@ def fit_parametric(N, D, loss, *, delta=DEFAULT_DELTA, starts=None,
   return ParametricFit(
       E=float(np.exp(th[2])), A=float(np.exp(th[0])), B=float(np.exp(th[1])),
       alpha=float(th[3]), beta=float(th[4]), objective=float(best_f),
-      n_starts=len(starts), n_at_best=n_at_best, n_points=len(N), delta=float(delta),
-      warnings=_warnings(th, N, D, loss, n_at_best, len(starts), best_conv))
+      n_starts=len(th_c), n_at_best=n_at_best, n_points=len(N), delta=float(delta),
+      warnings=_warnings(th, N, D, loss, n_at_best, len(th_c), best_conv), method=method)

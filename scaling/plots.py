@@ -45,7 +45,7 @@ def _colors(n: int):
 
 
 def plot_isoflops(runs: Runs, fit: IsoflopFit, stem: str) -> list[str]:
-  """Loss against N per budget, the fitted parabolas in log N and their minima."""
+  """Loss against N per budget, the fitted profiles (`IsoflopFit.profile_loss`), their minima."""
   fig = Figure(figsize=(7, 5))
   ax = fig.add_subplot()
   groups = budget_groups(runs)
@@ -58,13 +58,14 @@ def plot_isoflops(runs: Runs, fit: IsoflopFit, stem: str) -> list[str]:
     if row.size:
       i = row[0]
       x = np.linspace(np.log(runs.N[idx].min()), np.log(runs.N[idx].max()), 200)
-      ax.plot(np.exp(x), np.polyval(fit.parabolas[i], x), color=color, lw=1.5)
+      ax.plot(np.exp(x), fit.profile_loss(i, np.exp(x)), color=color, lw=1.5)
       ax.scatter([fit.N_opt[i]], [fit.L_opt[i]], color=color, marker="*", s=180,
                  edgecolors="black", zorder=4)
   ax.set_xscale("log")
   ax.set_xlabel(f"N (parameters, {runs.params})")
   ax.set_ylabel("eval loss (nats/token)")
-  ax.set_title(f"IsoFLOP profiles ({runs.flops} FLOPs); ★ = parabola minimum")
+  curve = "parabola" if fit.method == "parabola" else "fitted profile"
+  ax.set_title(f"IsoFLOP profiles ({runs.flops} FLOPs, {fit.method}); ★ = {curve}'s minimum")
   ax.legend(fontsize=8)
   ax.grid(True, which="both", alpha=0.3)
   return _save(fig, stem)

@@ -1,15 +1,21 @@
-"""Approach 3: the summed Huber objective, the paper grid, recovery, warnings, bad input."""
+"""Approach 3: the summed Huber objective, the paper grid, recovery, warnings, bad input.
+
+Recovery is checked for both methods; that they reach the same optimum is in
+test_parametric_vp.py."""
 
 import numpy as np
 import pytest
 import scipy.optimize
 import scipy.special
 
-from chinchax.scaling import parametric
+from chinchax.scaling import huber, parametric
 from chinchax.scaling.errors import UserError
 
 CHINCHILLA = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 OTHER = dict(E=2.1, A=120.0, B=900.0, alpha=0.30, beta=0.36)
+# Every 9th of the paper's starts keeps the fast tier fast; all 4,500 run in
+# test_parametric_vp.py (slow) and bench/fit_bench.py.
+FEWER_STARTS = {"vp": {}, "multistart": {"starts": parametric.paper_grid()[::9]}}
 
 
 def sweep(law, budgets=5, per=8, noise=0.0, seed=0):
@@ -56,23 +62,25 @@ def test_objective_is_the_sum_of_scipy_hubers():
 
 def test_gradient_and_hessian_match_finite_differences():
   N, D, L = sweep(CHINCHILLA, noise=0.02)
-  pb = parametric.Problem.make(np.log(N), np.log(D), np.log(L), 0.05)
+  pb = huber.Problem.make(np.log(N), np.log(D), np.log(L), 0.05)
   th = pb.to_centered(np.array([[6.0, 6.2, 0.5, 0.35, 0.3], [4.0, 8.0, 0.2, 0.2, 0.5]]))
   w = np.ones((1, len(N)))
-  _, g, H = parametric.evaluate(pb, th, w)
+  _, g, H = huber.evaluate(pb, th, w)
   eps = 1e-6
   for k in range(5):
     dth = np.zeros(5)
     dth[k] = eps
-    fp, gp = parametric.evaluate(pb, th + dth, w, order=1)
-    fm, gm = parametric.evaluate(pb, th - dth, w, order=1)
+    fp, gp = huber.evaluate(pb, th + dth, w, order=1)
+    fm, gm = huber.evaluate(pb, th - dth, w, order=1)
     np.testing.assert_allclose(g[:, k], (fp - fm) / (2 * eps), rtol=1e-5, atol=1e-9)
     np.testing.assert_allclose(H[:, :, k], (gp - gm) / (2 * eps), rtol=1e-5, atol=1e-8)
 
 
+@pytest.mark.parametrize("method", parametric.METHODS)
 @pytest.mark.parametrize("law", [CHINCHILLA, OTHER])
-def test_noise_free_data_is_recovered_exactly(law):
-  fit = parametric.fit_parametric(*sweep(law))
+def test_noise_free_data_is_recovered_exactly(law, method):
+  fit = parametric.fit_parametric(*sweep(law), method=method, **FEWER_STARTS[method])
+  assert fit.method == method
   for k in ("E", "A", "B", "alpha", "beta"):
     assert getattr(fit, k) == pytest.approx(law[k], rel=1e-6), k
   assert fit.objective < 1e-20
@@ -80,10 +88,11 @@ def test_noise_free_data_is_recovered_exactly(law):
   assert fit.warnings == ()
 
 
+@pytest.mark.parametrize("method", parametric.METHODS)
 @pytest.mark.parametrize("law", [CHINCHILLA, OTHER])
-def test_noisy_data_recovers_the_law(law):
+def test_noisy_data_recovers_the_law(law, method):
   N, D, L = sweep(law, noise=0.002, seed=1)
-  fit = parametric.fit_parametric(N, D, L)
+  fit = parametric.fit_parametric(N, D, L, method=method, **FEWER_STARTS[method])
   # Tolerances: a few times the spread over seeds at this noise (E, exponents are well
   # determined by 40 points; A and B trade off against their exponents).
   assert fit.E == pytest.approx(law["E"], rel=0.02)
@@ -95,21 +104,21 @@ def test_noisy_data_recovers_the_law(law):
   assert fit.a == pytest.approx(a_true, abs=0.02)
   assert fit.b == pytest.approx(1 - a_true, abs=0.02)
   np.testing.assert_allclose(fit.predict(N, D), L, rtol=0.01)
-  np.testing.assert_allclose(fit.theta(), [np.log(fit.A), np.log(fit.B), np.log(fit.E),
-                                           fit.alpha, fit.beta])
+  np.testing.assert_allclose(fit.log_theta(), [np.log(fit.A), np.log(fit.B), np.log(fit.E),
+                                               fit.alpha, fit.beta])
   assert fit.objective == pytest.approx(
-      reference_objective(fit.theta(), N, D, L, fit.delta), rel=1e-10)
+      reference_objective(fit.log_theta(), N, D, L, fit.delta), rel=1e-10)
 
 
 def test_same_minimum_as_scipy_lbfgsb_from_the_same_starts():
   N, D, L = sweep(CHINCHILLA, noise=0.01, seed=3)
-  starts = parametric.paper_grid()[::150]  # 30 starts keep the scipy loop fast.
+  starts = parametric.paper_grid()[::450]  # 10 starts keep the scipy loop fast.
   delta = parametric.DEFAULT_DELTA
   best = min(
       scipy.optimize.minimize(reference_objective, th0, args=(N, D, L, delta),
                               method="L-BFGS-B", options=dict(ftol=1e-14, gtol=1e-11)).fun
       for th0 in starts)
-  fit = parametric.fit_parametric(N, D, L, starts=starts)
+  fit = parametric.fit_parametric(N, D, L, starts=starts, method="multistart")
   assert fit.n_starts == len(starts)
   assert fit.objective == pytest.approx(best, rel=1e-6)
   assert fit.objective <= best * (1 + 1e-9)
@@ -166,6 +175,10 @@ def test_bad_shapes_are_refused():
   with pytest.raises(UserError, match="4 points cannot determine the 5 parameters"):
     parametric.fit_parametric(N[:4], D[:4], L[:4])
   with pytest.raises(UserError, match="starts must have shape"):
-    parametric.fit_parametric(N, D, L, starts=np.zeros((3, 4)))
+    parametric.fit_parametric(N, D, L, starts=np.zeros((3, 4)), method="multistart")
+  with pytest.raises(UserError, match="starts are for method 'multistart'"):
+    parametric.fit_parametric(N, D, L, starts=np.zeros((3, 5)))
+  with pytest.raises(UserError, match="unknown method 'lbfgs'"):
+    parametric.fit_parametric(N, D, L, method="lbfgs")
   with pytest.raises(UserError, match="weight"):
     parametric.fit_parametric(N, D, L, weights=-np.ones(len(N)))
