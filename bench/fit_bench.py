@@ -33,7 +33,7 @@ import numpy as np
 import scipy.optimize
 import scipy.special
 
-from chinchax.scaling import bootstrap, isoflop, parametric
+from chinchax.scaling import bootstrap, isoflop, isoflop_bootstrap, parametric
 from chinchax.scaling.runs import make_runs
 
 LAW = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
@@ -169,7 +169,7 @@ def approach2(args) -> None:
     for n, drift in ((3, 3.0), (5, 3.0), (5, 1.0)):
       hits = 0
       for s in range(args.coverage):
-        a = isoflop.bootstrap_isoflop(_runs(p, n, drift, 0.005, 1000 + s), 400, seed=s)["a"]
+        a = isoflop_bootstrap.bootstrap_isoflop(_runs(p, n, drift, 0.005, 1000 + s), 400, seed=s)["a"]
         lo, hi = np.percentile(a, [5, 95])
         hits += lo < p["a"] < hi
       print(f"  alpha/beta {alpha}/{beta}, {n} sizes, drift {drift}: {hits}/{args.coverage} "

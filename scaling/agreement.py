@@ -58,6 +58,9 @@ def causes(entries: Mapping[str, Mapping]) -> list[str]:
   if edges:
     out.append("off-centre grids (the optimum's place in each budget's log-size range: "
                + ", ".join(edges) + "); centre the sizes on the optimum")
+  poor = (entries.get("3") or {}).get("problems")
+  if poor:
+    out.append("a poorly determined Approach 3 (" + "; ".join(poor) + ")")
   if not out:
     out.append("the law's form may not fit these runs, or they are too few: compare the "
                "fits' residuals, and add budgets or sizes")

@@ -14,7 +14,7 @@ scientist would believe):
 The recommended approach is Approach 3 when it is well determined (it also predicts losses),
 else Approach 2, else Approach 1, else a poorly determined Approach 3 with that caveat.
 
-Two approaches *disagree* when their intervals of a (or of b) do not overlap.
+Two approaches *disagree* when their intervals of a (or of b) do not overlap (scaling.agreement).
 """
 
 import math
@@ -29,7 +29,6 @@ MAX_COEFFICIENT = 1e12
 MAX_A_WIDTH = 0.3
 MAX_EXPONENT_RATIO = 10.0
 MAX_DROPPED = 0.1
-ASYMMETRY = 1.5  # alpha/beta (or beta/alpha) above this: the exponents are asymmetric
 PREFERENCE = ("3", "2", "1")
 
 
@@ -60,50 +59,6 @@ def approach3_problems(entry: Mapping[str, Any], n_runs: int) -> list[str]:
   if entry.get("warnings"):
     out.append("the fit itself warns (see the warnings)")
   return out
-
-
-def _overlap(p: Sequence[float], q: Sequence[float]) -> bool:
-  return p[0] <= q[1] and q[0] <= p[1]
-
-
-def _cause(entries: Mapping[str, Mapping[str, Any]], pair: tuple[str, str]) -> str:
-  causes = []
-  e3 = entries.get("3")
-  if e3 and "alpha" in e3 and max(e3["alpha"] / e3["beta"], e3["beta"] / e3["alpha"]) > ASYMMETRY:
-    causes.append(f"asymmetric exponents (alpha = {fmt.num(e3['alpha'])}, beta = "
-                  f"{fmt.num(e3['beta'])} from Approach 3), which bias a parabola fitted to "
-                  "IsoFLOP profiles")
-  if "2" in pair and entries["2"].get("warnings"):
-    causes.append("IsoFLOP grids not centred on the optimum (see Approach 2's warnings)")
-  if e3 and e3.get("problems"):
-    causes.append("a poorly determined Approach 3")
-  if not causes:
-    causes.append("too few budgets or sizes per budget for one of them; or IsoFLOP grids "
-                  "not centred on the optimum")
-  return "; or ".join(causes)
-
-
-def _agreement(entries: Mapping[str, Mapping[str, Any]]) -> list[str]:
-  """A warning for each pair of approaches whose intervals of a or b do not overlap."""
-  names = [k for k in PREFERENCE[::-1] if k in entries and entries[k].get("ci")]
-  out = []
-  for i, p in enumerate(names):
-    for q in names[i + 1:]:
-      cp, cq = entries[p]["ci"], entries[q]["ci"]
-      apart = [x for x in ("a", "b") if cp.get(x) and cq.get(x) and not _overlap(cp[x], cq[x])]
-      if not apart:
-        continue
-      values = "; ".join(
-          f"{x} = {entries[p][x]:.3f} {fmt.interval(cp[x])} vs {entries[q][x]:.3f} "
-          f"{fmt.interval(cq[x])}" for x in apart)
-      out.append(f"Approaches {p} and {q} disagree: {values} ({fmt.percent(cp['level'])} "
-                 f"intervals that do not overlap); likely cause: {_cause(entries, (p, q))}")
-  return out
-
-
-def agreement(entries: Mapping[str, Mapping[str, Any]]) -> list[str]:
-  """The one call site for the approaches' agreement check."""
-  return _agreement(entries)
 
 
 def recommend(entries: Mapping[str, Mapping[str, Any]], asked: Sequence[str] | None = None

@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from chinchax.scaling import bootstrap as bootstrap_lib
+from chinchax.scaling import agreement
 from chinchax.scaling import caveats
 from chinchax.scaling import dc_fit
-from chinchax.scaling import envelope, isoflop, parametric, power
+from chinchax.scaling import envelope, isoflop, isoflop_bootstrap, parametric, power
 from chinchax.scaling import law_build
 from chinchax.scaling.errors import UserError
 from chinchax.scaling.law import ScalingLaw
@@ -127,7 +128,7 @@ def _approach3(runs: Runs, o: Options, log) -> tuple[dict, Any, np.ndarray | Non
 
 def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict | None]:
   """Approach 1 or 2: the fit's dict, its interval of a and b, and its warnings."""
-  fit_fn, boot_fn = {"2": (isoflop.fit_isoflop, isoflop.bootstrap_isoflop),
+  fit_fn, boot_fn = {"2": (isoflop.fit_isoflop, isoflop_bootstrap.bootstrap_isoflop),
                      "1": (envelope.fit_envelope, envelope.bootstrap_envelope)}[name]
   fit, caught = _quiet(fit_fn, runs)
   entry = fit.to_dict()
@@ -199,7 +200,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
 
   for k in sorted(entries):
     warnings += [f"Approach {k}: {w}" for w in entries[k]["warnings"]]
-  disagreements = caveats.agreement(entries)
+  disagreements = agreement.agreement(entries)
   warnings += disagreements
   if entries:
     approach, why = caveats.recommend(entries, list(o.approaches) if explicit else None)

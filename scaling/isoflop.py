@@ -28,7 +28,7 @@ per token f is the least-squares line of log(C/D) on log N over the budget's run
 6·N* under `6ND`, the runs' own count under `chinchilla`. Under `6ND`, a + b = 1 and
 k_N·k_D = 1/6 exactly.
 
-The bootstrap is in `scaling.isoflop_bootstrap` (`bootstrap_isoflop` here calls it), the grid
+The bootstrap is in `scaling.isoflop_bootstrap` (`bootstrap_isoflop`), the grid
 diagnostics in `scaling.isoflop_diagnostics`.
 """
 
@@ -264,10 +264,3 @@ def fit_isoflop(runs: Runs, method: str = "vp") -> IsoflopFit:
       bud.C_K[keep] / np.exp(bud.p0_K[keep] + bud.p1_K[keep] * x), est.L_star_RxK[0, keep],
       tuple(_profile(bud, est, k) for k in np.flatnonzero(keep)), tuple(dropped), method,
       diagnostics, tuple(dropped) + grid_warnings, exponents)
-
-
-def bootstrap_isoflop(runs: Runs, n_resamples: int = 1000, seed: int = 0,
-                      method: str = "vp") -> dict:
-  """Samples of a, b, log_kN, log_kD: `scaling.isoflop_bootstrap.bootstrap_isoflop`."""
-  from chinchax.scaling import isoflop_bootstrap  # it builds on this module
-  return isoflop_bootstrap.bootstrap_isoflop(runs, n_resamples, seed, method)

@@ -12,6 +12,7 @@ import pytest
 
 from chinchax.scaling import caveats
 from chinchax.scaling import law as law_lib
+from chinchax.scaling import vp
 from chinchax.sweeps import cli
 from chinchax.sweeps import report
 from tests.helpers import synthetic_law as syn
@@ -53,7 +54,8 @@ def test_fit_writes_a_valid_law_with_intervals_and_plots(good, tmp_path_factory,
   assert raw["approaches"]["2"]["a"] == pytest.approx(syn.a_true(), abs=0.01)
   lo, hi = raw["approaches"]["3"]["ci"]["a"]
   assert lo < raw["approaches"]["3"]["a"] < hi and raw["ci"]["level"] == 0.9
-  assert raw["fit"]["starts"] == 4500 and raw["data"]["points"] == 45
+  # Variable projection carries the grid's basins (at most vp.N_CANDIDATES) to the optimum.
+  assert 1 <= raw["fit"]["starts"] <= vp.N_CANDIDATES and raw["data"]["points"] == 45
   for stem in ("isoflops", "optimal", "law"):
     for ext in ("png", "svg"):
       assert os.path.getsize(tmp_path_factory.getbasetemp() / "p" / f"{stem}.{ext}") > 1000

@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 
 import chinchax
+from chinchax.scaling import agreement
 from chinchax.scaling import caveats
 from chinchax.scaling import fmt
 from chinchax.scaling import isoflop
+from chinchax.scaling import isoflop_bootstrap
 from chinchax.scaling import law as law_lib
 from chinchax.scaling.errors import UserError
 from tests.helpers import synthetic_law as syn
@@ -87,18 +89,19 @@ def test_disagreeing_approaches_are_named_with_both_values():
       "3": {"a": 0.351, "b": 0.649, "alpha": 0.7, "beta": 0.35, "problems": [],
             "ci": {"level": 0.9, "a": [0.34, 0.36], "b": [0.64, 0.66]}},
   }
-  (w,) = caveats.agreement(entries)
-  assert w.startswith("Approaches 2 and 3 disagree: a = 0.452 [0.44, 0.46] vs 0.351 [0.34, "
-                      "0.36]; b = 0.548")
-  assert "90% intervals that do not overlap" in w and "asymmetric exponents (alpha = 0.7" in w
+  wa, wb = agreement.agreement(entries)
+  assert wa.startswith("Approaches 2 and 3 disagree on a: 0.452 [0.440, 0.460] vs 0.351 "
+                       "[0.340, 0.360], disjoint intervals")
+  assert wb.startswith("Approaches 2 and 3 disagree on b: 0.548")
+  assert "asymmetric exponents (alpha=0.7, beta=0.35)" in wa
   entries["3"]["ci"]["a"] = [0.34, 0.441]
-  entries["3"]["ci"]["b"] = [0.64, 0.66]
-  (w,) = caveats.agreement(entries)  # b alone still apart
-  assert "disagree: b = 0.548 [0.54, 0.56] vs 0.649 [0.64, 0.66] (90%" in w
-  entries["3"]["ci"]["b"] = [0.555, 0.66]
-  assert caveats.agreement(entries) == []  # touching intervals overlap
+  (w,) = agreement.agreement(entries)  # b alone still apart
+  assert w.startswith("Approaches 2 and 3 disagree on b: 0.548 [0.540, 0.560] vs 0.649 "
+                      "[0.640, 0.660]")
+  entries["3"]["ci"]["b"] = [0.56, 0.66]
+  assert agreement.agreement(entries) == []  # touching intervals overlap
   del entries["2"]["ci"]
-  assert caveats.agreement(entries) == []  # nothing to compare
+  assert agreement.agreement(entries) == []  # nothing to compare
 
 
 def test_what_makes_approach_3_poorly_determined():
@@ -129,23 +132,20 @@ def test_what_makes_approach_3_poorly_determined():
 
 
 def test_disagreement_reaches_law_json_and_the_headline(monkeypatch):
-  real = isoflop.bootstrap_isoflop
+  real = isoflop_bootstrap.bootstrap_isoflop
 
   def shifted(runs, **kw):  # Approach 2's draws moved off by 0.1 in a
     out = real(runs, **kw)
     return {**out, "a": out["a"] + 0.1, "b": out["b"] - 0.1}
 
-  monkeypatch.setattr(isoflop, "bootstrap_isoflop", shifted)
+  monkeypatch.setattr(isoflop_bootstrap, "bootstrap_isoflop", shifted)
   law = chinchax.fit(syn.isoflop(noise=0.002), bootstrap=50)
-  (w,) = law.doc["fit"]["disagreements"]
-  assert w in law.warnings and "Approaches 2 and 3 disagree: a = " in w
+  w = law.doc["fit"]["disagreements"][0]
+  assert w in law.warnings and "Approaches 2 and 3 disagree on a: " in w
   assert "  the approaches DISAGREE: their intervals do not overlap (see the warnings)" in (
       caveats.headline(law.doc))
 
 
-@pytest.mark.xfail(strict=False, reason="needs Approach 2's bootstrap for 3-size budgets "
-                   "(issue 13 item 1, the estimator rewrite); today's residual bootstrap has "
-                   "no residuals through 3 sizes")
 def test_three_sizes_per_budget_still_give_an_interval_of_a():
   law = chinchax.fit(syn.isoflop(sizes=3, spread=3.0, noise=0.002), approaches="2",
                      bootstrap=200)

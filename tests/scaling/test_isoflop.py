@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from chinchax.scaling.errors import UserError
-from chinchax.scaling.isoflop import bootstrap_isoflop, fit_isoflop, profile_loss
+from chinchax.scaling.isoflop import fit_isoflop, profile_loss
+from chinchax.scaling.isoflop_bootstrap import bootstrap_isoflop
 from chinchax.scaling.runs import make_runs
 
 # The Chinchilla fit (Hoffmann et al. 2022, eq. 10) as the known truth.

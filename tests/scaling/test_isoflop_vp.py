@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
-from chinchax.scaling import isoflop, isoflop_diagnostics
+from chinchax.scaling import isoflop, isoflop_bootstrap, isoflop_diagnostics
 from tests.scaling import synthetic
 
 LAWS = {name: synthetic.law(*ab) for name, ab in synthetic.EXPONENTS.items()}
@@ -152,7 +152,7 @@ def test_intervals_cover_the_truth_at_their_level():
   covered = 0
   for seed in range(200):
     runs = synthetic.isoflop_runs(p, n=3, drift=3.0, noise=0.005, seed=1000 + seed)
-    a = isoflop.bootstrap_isoflop(runs, n_resamples=400, seed=seed)["a"]
+    a = isoflop_bootstrap.bootstrap_isoflop(runs, n_resamples=400, seed=seed)["a"]
     lo, hi = np.percentile(a, [5, 95])
     covered += lo < p["a"] < hi
   assert 170 <= covered <= 190, covered

@@ -7,7 +7,8 @@ import pytest
 
 from chinchax.scaling import plots
 from chinchax.scaling.errors import UserError
-from chinchax.scaling.isoflop import bootstrap_isoflop, fit_isoflop
+from chinchax.scaling.isoflop import fit_isoflop
+from chinchax.scaling.isoflop_bootstrap import bootstrap_isoflop
 from chinchax.scaling.runs import make_runs
 
 
