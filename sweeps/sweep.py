@@ -29,9 +29,9 @@ import ml_collections
 
 from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
-from chinchax.scaling import atomic
+from chinchax.scaling import atomic, killpoints
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import checkpoint, data, executors, grid, hardware, run_record
+from chinchax.sweeps import checkpoint, data, executors, grid, hardware, lock, run_record
 from chinchax.sweeps import train as train_lib
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(__file__), "configs", "smoke.py")
@@ -190,17 +190,20 @@ def jobs_for(cells: list[grid.Cell], c: ml_collections.ConfigDict,
   return jobs
 
 
-def finished_records(job: executors.Job) -> list[dict] | None:
-  """The job's records for runs.jsonl when all of it is done, else None."""
+def record_dirs(job: executors.Job) -> list[str]:
+  """The folders of the job's records for runs.jsonl (a WSD job's: its branches)."""
   if executors.is_wsd(job.config):
     from chinchax.sweeps import wsd  # pylint: disable=g-import-not-at-top
     branches = wsd.plan(job.config.wsd.branches, job.config.wsd.decay_fraction,
                         job.config.batch_size * job.config.seq_len,
                         job.config.optimizer.warmup_steps)
-    dirs = [os.path.join(job.workdir, job.name + b.name_suffix) for b in branches]
-  else:
-    dirs = [job.workdir]
-  records = [run_record.read_result(d) for d in dirs]
+    return [os.path.join(job.workdir, job.name + b.name_suffix) for b in branches]
+  return [job.workdir]
+
+
+def finished_records(job: executors.Job) -> list[dict] | None:
+  """The job's records for runs.jsonl when all of it is done, else None."""
+  records = [run_record.read_result(d) for d in record_dirs(job)]
   if all(r is not None and r.get("status") == "done" for r in records):
     return records
   return None
@@ -250,11 +253,10 @@ def run_sweep(c: ml_collections.ConfigDict, workdir: str, *, quiet: bool = False
     if done is not None:
       losses = ", ".join(f"{r['eval_loss']:.4f}" for r in done)
       say(f"[{i + 1}/{n}] {job.name}: skipped, already done (eval loss {losses})")
-      if lead:
-        for r in done:
-          run_record.upsert_runs_jsonl(runs_path, r)
     else:
       jobs.append(job)
+  if lead:  # the cells' result.json files are the truth: runs.jsonl is made to agree
+    run_record.sync_runs_jsonl(runs_path, [d for job in all_jobs for d in record_dirs(job)])
   say(f"{len(jobs)} of {n} cells to train with executor={c.executor!r}")
 
   t0, finished, failed = time.time(), [0], []
@@ -282,6 +284,7 @@ def run_sweep(c: ml_collections.ConfigDict, workdir: str, *, quiet: bool = False
     return 0
 
   fit_error = None
+  killpoints.hit("fit")
   try:
     cli_fit.main([workdir, f"--out={os.path.join(workdir, 'law.json')}",
                   f"--plots={os.path.join(workdir, 'plots')}", f"--bootstrap={c.bootstrap}"])
@@ -309,4 +312,5 @@ def main(argv: list[str]) -> int:
     print(grid.format_table(cells, refusals, seconds=seconds))
     print(how)
     return 0
-  return run_sweep(c, fv.workdir, quiet=fv.quiet)
+  with lock.hold(fv.workdir, "chinchax sweep"):
+    return run_sweep(c, fv.workdir, quiet=fv.quiet)

@@ -28,7 +28,8 @@ from chinchax.models import sharding
 from chinchax.models.config import ModelConfig
 from chinchax.scaling import atomic, conventions
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import checkpoint, data, early_stop, hardware, metrics, optimizer, run_record
+from chinchax.sweeps import checkpoint, data, early_stop, hardware, lock, metrics, optimizer
+from chinchax.sweeps import run_record
 from chinchax.sweeps import step as step_lib
 from chinchax.sweeps.data import mixture, seqlen
 
@@ -464,14 +465,15 @@ def main(argv: list[str]) -> int:
   fv, c = parse_flags(argv, "chinchax train", DEFAULT_CONFIG)
   if not fv.workdir:
     raise UserError("--workdir is required: the folder for checkpoints, metrics and result.json")
-  if option(c, "wsd.branches", ()):
-    from chinchax.sweeps import wsd  # pylint: disable=g-import-not-at-top
-    record = wsd.train_wsd(c, fv.workdir, quiet=fv.quiet)
-    for b in record["branches"]:
-      if b.get("status") == "failed":
-        record = b
-  else:
-    record = train(c, fv.workdir, quiet=fv.quiet)
+  with lock.hold(fv.workdir, "chinchax train"):
+    if option(c, "wsd.branches", ()):
+      from chinchax.sweeps import wsd  # pylint: disable=g-import-not-at-top
+      record = wsd.train_wsd(c, fv.workdir, quiet=fv.quiet)
+      for b in record["branches"]:
+        if b.get("status") == "failed":
+          record = b
+    else:
+      record = train(c, fv.workdir, quiet=fv.quiet)
   if record.get("status") == "stopped":
     return 143
   if record.get("status") == "failed":
