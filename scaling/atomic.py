@@ -40,6 +40,7 @@ _PERMANENT = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryE
               NotADirectoryError)
 
 T = TypeVar("T")
+_sleep = time.sleep  # the backoff's wait (tests record it instead)
 
 PathLike = str | os.PathLike
 
@@ -106,7 +107,7 @@ def retried(what: str, path: PathLike, fn: Callable[[], T]) -> T:
       raise
     except Exception as e:  # noqa: BLE001 - classified right here
       if not transient(e):
-        if isinstance(e, OSError):
+        if isinstance(e, OSError) or isinstance(getattr(e, "code", None), int):
           raise StorageError(f"{os.fspath(path)}: could not {what} ({one_line(e)})") from e
         raise
       if attempt == TRIES:
@@ -117,7 +118,7 @@ def retried(what: str, path: PathLike, fn: Callable[[], T]) -> T:
       delay = min(BACKOFF_MAX_S, BACKOFF_S * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
       logging.warning("%s: %s failed (%s); try %d of %d in %.1f s", os.fspath(path), what,
                       one_line(e), attempt + 1, TRIES, delay)
-      time.sleep(delay)
+      _sleep(delay)
   raise AssertionError("unreachable")
 
 

@@ -29,6 +29,7 @@ import signal
 import threading
 import time
 
+import fsspec
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
@@ -119,7 +120,9 @@ class Checkpointer:
         os.rename(folder, aside)
       else:
         if keep:  # no rename on an object store: a server-side copy, then the delete
-          atomic.retried("copy", folder, lambda: epath.Path(folder).copytree(aside))
+          fs, src = fsspec.core.url_to_fs(folder)
+          dst = fsspec.core.url_to_fs(aside)[1]
+          atomic.retried("copy", folder, lambda: fs.copy(src, dst, recursive=True))
         atomic.retried("delete", folder, lambda: epath.Path(folder).rmtree(missing_ok=True))
     _barrier("chinchax-checkpoint-set-aside")
 

@@ -33,6 +33,7 @@ NAME = "chinchax.lock"
 LEASE_S = 300.0
 RENEW_S = 60.0
 SETTLE_S = 2.0
+_wait = time.sleep  # the settle before the read-back (tests replace it)
 
 
 def _me(what: str) -> dict:
@@ -121,7 +122,7 @@ class _LeaseLock:
                       _stale(holder))
     self._me = _me(what)
     atomic.write_text(path, json.dumps(self._me))
-    time.sleep(SETTLE_S)
+    _wait(SETTLE_S)
     now = _parse(atomic.read_text(path))
     if now is None or now.get("token") != self._me["token"]:
       raise _refusal(path, now, lease=True)

@@ -37,7 +37,13 @@ def _clean(v):
 
 def read(path: str) -> list[dict]:
   """The rows of a metrics.jsonl; a torn or foreign line (a crash mid-append) is skipped."""
-  return _parse(atomic.read_text(path) or "")
+  return _parse(_text(path) or "")
+
+
+def _text(path: str) -> str | None:
+  """The file's text; bytes that are not UTF-8 (damage) become U+FFFD and fail to parse."""
+  data = atomic.read_bytes(path)
+  return None if data is None else data.decode("utf-8", errors="replace")
 
 
 def _parse(text: str) -> list[dict]:
@@ -64,7 +70,7 @@ class MetricsWriter:
     self._resume_step, self._at_resume = resume_step, set()
     if not self.enabled:
       return
-    text = atomic.read_text(self.path)
+    text = _text(self.path)
     rows = [r for r in _parse(text or "") if r["step"] <= resume_step]
     self._at_resume = {frozenset(r) for r in rows if r["step"] == resume_step}
     kept = "".join(json.dumps(r) + "\n" for r in rows)

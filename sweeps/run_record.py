@@ -60,11 +60,11 @@ def write_result(run_dir: str, record: dict) -> str:
 def read_result(run_dir: str) -> dict | None:
   """The run's record; None when it has none or one that does not parse (then: a warning)."""
   path = os.path.join(run_dir, "result.json")
-  text = atomic.read_text(path)
-  if text is None:
+  data = atomic.read_bytes(path)
+  if data is None:
     return None
   try:
-    record = json.loads(text)
+    record = json.loads(data.decode("utf-8"))
   except (json.JSONDecodeError, UnicodeDecodeError) as e:
     record = e
   if not (isinstance(record, dict) and isinstance(record.get("name"), str)
@@ -79,7 +79,7 @@ def read_result(run_dir: str) -> dict | None:
 def _read_lines(path: str) -> tuple[list[dict], int]:
   """(the records of runs.jsonl, the number of lines dropped as damaged)."""
   lines, damaged = [], 0
-  for line in (atomic.read_text(path) or "").splitlines():
+  for line in _text(path).splitlines():
     if not line.strip():
       continue
     try:
@@ -91,6 +91,11 @@ def _read_lines(path: str) -> tuple[list[dict], int]:
     else:
       damaged += 1
   return lines, damaged
+
+
+def _text(path: str) -> str:
+  """The file's text; bytes that are not UTF-8 (damage) become U+FFFD and fail to parse."""
+  return (atomic.read_bytes(path) or b"").decode("utf-8", errors="replace")
 
 
 def _write_lines(path: str, lines: list[dict]) -> None:
