@@ -1,6 +1,7 @@
 """Named points where a test makes the process SIGKILL itself: crash safety shown, not hoped for.
 
     CHINCHAX_KILL_AT=NAME[:K]   kill at the K-th time (default 1) the process reaches NAME
+    CHINCHAX_KILL_SIGNAL=TERM   send SIGTERM (a preemption notice) there instead of SIGKILL
 
 Unset (always, outside tests) `hit` is one dictionary lookup. The points, by name:
 
@@ -21,6 +22,7 @@ import signal
 from collections.abc import Callable
 
 ENV = "CHINCHAX_KILL_AT"
+SIGNAL_ENV = "CHINCHAX_KILL_SIGNAL"
 
 
 def _target() -> tuple[str, int] | None:
@@ -47,4 +49,4 @@ def hit(name: str, before: Callable[[], None] | None = None) -> None:
   if _hits[name] == _TARGET[1]:
     if before is not None:
       before()
-    os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.Signals["SIG" + os.environ.get(SIGNAL_ENV, "KILL")])

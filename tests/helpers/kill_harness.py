@@ -14,9 +14,13 @@ A kill is one of
 
     Kill("point", "NAME[:K]")  the process SIGKILLs itself the K-th time it reaches the named
                                point (scaling/killpoints.py): coverage chosen, not hoped for
-    Kill("time", at_s=T)       SIGKILL from outside T seconds after the start
-    Kill("term", at_s=T)       SIGTERM (a preemption notice) T seconds after the start: the run
-                               must save a checkpoint where it stopped and exit 143
+    Kill("point", "NAME[:K]", "TERM")  the same with SIGTERM (a preemption notice): the run must
+                               save a checkpoint where it stopped and exit 143
+    Kill("time", at_s=T)       SIGKILL from outside T seconds after the start; when it is a
+                               trial's first kill and the run ends first, the trial starts
+                               afresh with T/2 (up to 4 times), so that it is a kill
+    Kill("term", at_s=T)       SIGTERM T seconds after the start (before the train loop has
+                               installed its handler, SIGTERM simply ends the process)
 
 A point kill that does not kill (the point was never reached) fails the trial.
 """
@@ -25,6 +29,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,12 +49,15 @@ LOSSES = ("train_loss", "eval_loss")
 
 @dataclasses.dataclass(frozen=True)
 class Kill:
-  how: str           # point | time | term
-  point: str = ""    # NAME[:K] for how=point
-  at_s: float = 0.0  # seconds after the start for how=time|term
+  how: str            # point | time | term
+  point: str = ""     # NAME[:K] for how=point
+  signal: str = "KILL"  # for how=point: KILL or TERM
+  at_s: float = 0.0   # seconds after the start for how=time|term
 
   def __str__(self) -> str:
-    return self.point if self.how == "point" else f"{self.how}@{self.at_s:.1f}s"
+    if self.how == "point":
+      return self.point if self.signal == "KILL" else f"{self.point} SIGTERM"
+    return f"{self.how}@{self.at_s:.1f}s"
 
 
 @dataclasses.dataclass
@@ -72,7 +80,7 @@ def launch(cmd: list[str], env: dict, kill: Kill | None = None, timeout: float =
   env = dict(env)
   env.pop(killpoints.ENV, None)
   if kill is not None and kill.how == "point":
-    env[killpoints.ENV] = kill.point
+    env[killpoints.ENV], env[killpoints.SIGNAL_ENV] = kill.point, kill.signal
   t0 = time.time()
   proc = subprocess.Popen(cmd, env=env, cwd=ROOT, text=True, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE)
@@ -153,19 +161,21 @@ def runs_of(kind: str, workdir: str) -> dict[str, str]:
 # --------------------------------------------------------------------------- one trial
 
 
-def _check_term(o: Outcome, workdir: str, kind: str) -> list[str]:
-  """A SIGTERM must end in a checkpoint at the step it stopped at, or in nothing to save."""
+def _check_term(o: Outcome, workdir: str, kind: str, in_loop: bool) -> tuple[str, list[str]]:
+  """(what the SIGTERM did, problems): inside the train loop it must end in exit 143 and a
+  committed checkpoint at the step it stopped at; before the loop the process just ends."""
   m = re.search(r"stopped by SIGTERM at step (\d+); checkpoint saved", o.out)
   if o.rc != 143:
-    return [] if o.rc in (0, 1, -signal.SIGTERM) else [f"SIGTERM gave exit {o.rc}: {o.err[-500:]}"]
+    if in_loop or o.rc not in (0, 1, -signal.SIGTERM):
+      return "", [f"SIGTERM gave exit {o.rc}: {o.err[-500:]}"]
+    return f"exit {o.rc} (before the train loop)" if o.rc < 0 else "ended first", []
   if m is None:
-    return [f"exit 143 without the 'checkpoint saved' line: {o.out[-500:]}"]
+    return "", [f"exit 143 without the 'checkpoint saved' line: {o.out[-500:]}"]
   step = m.group(1)
-  runs = [workdir] if kind == "train" else cell_dirs(workdir)
   if not any(os.path.exists(os.path.join(r, "checkpoints", step, "_CHECKPOINT_METADATA"))
-             for r in runs):
-    return [f"stopped at step {step} but no committed checkpoint {step}"]
-  return []
+             for r in runs_of(kind, workdir).values()):
+    return "", [f"stopped at step {step} but no committed checkpoint {step}"]
+  return f"stopped at step {step}, checkpoint {step} saved", []
 
 
 def trial(kind: str, kills: list[Kill], workdir: str, data_dir: str, env: dict,
@@ -176,18 +186,25 @@ def trial(kind: str, kills: list[Kill], workdir: str, data_dir: str, env: dict,
   for kill in kills + [None]:
     before = done_cells(workdir) if kind == "sweep" else {}
     o = launch(cmd, env, kill)
+    for _ in range(4):  # a first kill by time that came after the end: afresh, sooner
+      if kill is None or kill.how != "time" or o.rc == -signal.SIGKILL or killed_at:
+        break
+      shutil.rmtree(workdir)
+      kill = dataclasses.replace(kill, at_s=kill.at_s / 2)
+      o = launch(cmd, env, kill)
     if kill is None:
       if o.rc != ref["rc"]:
         problems.append(f"final run exit {o.rc}, reference {ref['rc']}: {o.err[-1500:]}")
-    elif kill.how == "point":
+    elif kill.how == "point" and kill.signal == "KILL":
       if o.rc != -signal.SIGKILL:
         problems.append(f"{kill}: the point was not reached (exit {o.rc})")
       killed_at.append(str(kill))
     elif kill.how == "time":
       killed_at.append(str(kill) if o.rc == -signal.SIGKILL else f"{kill} (ended first)")
     else:
-      problems += _check_term(o, workdir, kind)
-      killed_at.append(str(kill))
+      what, found = _check_term(o, workdir, kind, in_loop=kill.how == "point")
+      problems += found
+      killed_at.append(f"{kill}: {what}")
     for cell, files in before.items():  # done before this run: never trained again
       after = done_cells(workdir).get(cell)
       if after != files:

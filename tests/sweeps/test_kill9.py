@@ -9,6 +9,7 @@ The plans are fixed (seeded times), so a failure reproduces. Each test prints it
 
 import json
 import random
+import re
 
 import pytest
 
@@ -16,6 +17,7 @@ from tests.helpers import kill_harness as kh
 from tests.helpers import train_util as tu
 
 P = lambda point: kh.Kill("point", point)  # noqa: E731
+TERM = lambda point: kh.Kill("point", point, signal="TERM")  # noqa: E731
 
 TRAIN_PLAN = [
     [P("step:5")],                     # before the first checkpoint
@@ -29,6 +31,8 @@ TRAIN_PLAN = [
     [P("write:result.json")],          # the record half-written (the final eval row is in)
     [P("write:config.json")],          # at the very start
     [P("step:10"), P("checkpoint-commit:1")],  # killed again while resuming
+    [TERM("step:11")],                 # preempted mid-run: saves step 11, exits 143
+    [TERM("step:3"), P("step:6")],     # preempted, then killed in the resumed run
     "time", "time", "term",
 ]
 SWEEP_PLAN = [
@@ -41,6 +45,7 @@ SWEEP_PLAN = [
     [P("fit")],
     [P("write:report.md")],
     [P("write:runs.jsonl:1"), P("step:3")],  # killed again in the next cell
+    [TERM("step:4")],                  # preempted inside the first cell
     "time", "term",
 ]
 
@@ -61,9 +66,12 @@ def _run_plan(kind, plan, dirs, seed):
       kills = [kh.Kill(kills, at_s=rng.uniform(0.2, 0.95) * ref["wall_s"])]
     results.append(kh.trial(kind, kills, str(dirs["root"] / f"{kind}-{i}"), dirs["data"],
                             dirs["env"], ref))
+  kills = [k for r in results for k in r["kills"] if "ended first" not in k]
   figures = {"kind": kind, "trials": len(results),
-             "kill points": sorted({k.split("@")[0] for r in results for k in r["kills"]}),
-             "kills": sum(len(r["kills"]) for r in results),
+             "kill points": sorted({re.split(r"[:@]", k.replace("write:", "write/").replace(
+                 "append:", "append/"))[0] + (" SIGTERM" if "SIGTERM" in k else "")
+                                    for k in kills}),
+             "kills": len(kills),
              "results equal": sum(not r["problems"] for r in results),
              "cells retrained": sum(r["retrained"] for r in results),
              "reference wall s": round(ref["wall_s"], 1)}
