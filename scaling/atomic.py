@@ -6,16 +6,41 @@ gcsfs for gs://): GCS has no rename, but a single-object write is atomic already
 write of the whole object gives the same guarantee. Nothing here appends: an object cannot
 be appended to, so a writer that grows a file rewrites it whole. `os.path` would mangle a
 URL (abspath("gs://b/x") is "/cwd/gs:/b/x"), which is why the workdir's code asks here.
+
+An object store fails now and then (HTTP 429/5xx, a dropped connection, a timeout; gcsfs
+retries some of these itself and then raises). Every call here on a URL is retried
+`TRIES` times with jittered exponential backoff (`BACKOFF_S`, doubling, at most
+`BACKOFF_MAX_S`); what still fails ends as a `StorageError`, one line naming the path. A retried
+write rewrites the whole object, so a record is never left half-written.
 """
 
 import json
+import logging
 import os
+import random
 import tempfile
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from etils import epath
 
+from chinchax.scaling import killpoints
 from chinchax.scaling.errors import UserError
+
+TRIES = 5
+BACKOFF_S = 0.5
+BACKOFF_MAX_S = 8.0
+# HTTP statuses worth another try (gcsfs.retry.HttpError and google-auth errors carry .code).
+TRANSIENT_CODES = frozenset({408, 429, 500, 502, 503, 504})
+# Client-library errors that are not OSErrors but mean "the network hiccuped".
+TRANSIENT_NAMES = frozenset({"TransportError", "ClientError", "ServerDisconnectedError",
+                             "ClientPayloadError", "RetryError", "ChecksumError"})
+_PERMANENT = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError,
+              NotADirectoryError)
+
+T = TypeVar("T")
+_sleep = time.sleep  # the backoff's wait (tests record it instead)
 
 PathLike = str | os.PathLike
 
@@ -48,12 +73,65 @@ def check_backend(path: PathLike, flag: str | None = "--workdir") -> None:
     raise UserError(f"{f'{flag}=' if flag else ''}{path}: {hint}") from None
 
 
+class StorageError(UserError):
+  """An object store that kept failing (or refused) a read or write of one path."""
+
+
+def transient(e: BaseException) -> bool:
+  """Whether another try may succeed: throttling, a server error, a dropped connection."""
+  if isinstance(e, _PERMANENT):
+    return False
+  code = getattr(e, "code", None)
+  if isinstance(code, int):
+    return code in TRANSIENT_CODES
+  return isinstance(e, OSError) or type(e).__name__ in TRANSIENT_NAMES
+
+
+def one_line(e: BaseException) -> str:
+  text = str(e).strip().splitlines()
+  return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+def retried(what: str, path: PathLike, fn: Callable[[], T]) -> T:
+  """`fn()` for a URL, retried on transient errors; a StorageError once they persist.
+
+  A local path is called once: a local disk's errors do not go away by waiting.
+  """
+  if not is_remote(path):
+    return fn()
+  t0 = time.monotonic()
+  for attempt in range(1, TRIES + 1):
+    try:
+      return fn()
+    except FileNotFoundError:
+      raise
+    except Exception as e:  # noqa: BLE001 - classified right here
+      if not transient(e):
+        if isinstance(e, OSError) or isinstance(getattr(e, "code", None), int):
+          raise StorageError(f"{os.fspath(path)}: could not {what} ({one_line(e)})") from e
+        raise
+      if attempt == TRIES:
+        raise StorageError(
+            f"{os.fspath(path)}: could not {what} after {TRIES} tries over "
+            f"{time.monotonic() - t0:.0f} s ({one_line(e)}); check the bucket and the "
+            "network, then rerun: the run resumes where it stopped") from e
+      delay = min(BACKOFF_MAX_S, BACKOFF_S * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+      logging.warning("%s: %s failed (%s); try %d of %d in %.1f s", os.fspath(path), what,
+                      one_line(e), attempt + 1, TRIES, delay)
+      _sleep(delay)
+  raise AssertionError("unreachable")
+
+
 def exists(path: PathLike) -> bool:
-  return epath.Path(path).exists() if is_remote(path) else os.path.exists(path)
+  if is_remote(path):
+    return retried("check", path, lambda: epath.Path(path).exists())
+  return os.path.exists(path)
 
 
 def isdir(path: PathLike) -> bool:
-  return epath.Path(path).is_dir() if is_remote(path) else os.path.isdir(path)
+  if is_remote(path):
+    return retried("check", path, lambda: epath.Path(path).is_dir())
+  return os.path.isdir(path)
 
 
 def listdir(path: PathLike) -> list[str]:
@@ -61,7 +139,7 @@ def listdir(path: PathLike) -> list[str]:
   if not isdir(path):
     return []
   if is_remote(path):
-    return sorted(p.name for p in epath.Path(path).iterdir())
+    return retried("list", path, lambda: sorted(p.name for p in epath.Path(path).iterdir()))
   return sorted(os.listdir(path))
 
 
@@ -76,7 +154,7 @@ def read_bytes(path: PathLike) -> bytes | None:
   """The file's bytes, or None when it does not exist."""
   try:
     if is_remote(path):
-      return epath.Path(path).read_bytes()
+      return retried("read", path, lambda: epath.Path(path).read_bytes())
     with open(path, "rb") as f:
       return f.read()
   except FileNotFoundError:
@@ -90,8 +168,11 @@ def read_text(path: PathLike) -> str | None:
 
 
 def write_bytes(path: PathLike, data: bytes) -> None:
+  point = "write:" + os.path.basename(os.fspath(path))
   if is_remote(path):
-    epath.Path(path).write_bytes(data)  # one object write: atomic on GCS
+    killpoints.hit(point)
+    # One object write: atomic on GCS (an upload that fails leaves the old object).
+    retried("write", path, lambda: epath.Path(path).write_bytes(data))
     return
   path = os.fspath(path)
   folder = os.path.dirname(os.path.abspath(path))
@@ -103,6 +184,7 @@ def write_bytes(path: PathLike, data: bytes) -> None:
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)
     with os.fdopen(fd, "wb") as f:
+      killpoints.hit(point, before=lambda: (f.write(data[:len(data) // 2]), f.flush()))
       f.write(data)
       f.flush()
       os.fsync(f.fileno())
@@ -111,6 +193,17 @@ def write_bytes(path: PathLike, data: bytes) -> None:
     if os.path.exists(tmp):
       os.unlink(tmp)
     raise
+
+
+def remove(path: PathLike) -> None:
+  """Deletes a file; nothing when it does not exist."""
+  try:
+    if is_remote(path):
+      retried("delete", path, lambda: epath.Path(path).unlink())
+    else:
+      os.unlink(path)
+  except FileNotFoundError:
+    pass
 
 
 def write_text(path: PathLike, text: str) -> None:

@@ -81,6 +81,13 @@ def failed(job: Job, why: str, write: bool = False) -> Outcome:
   return Outcome("failed", (record,), why)
 
 
+def record_dirs(job: Job) -> list[str]:
+  """The folders of the job's records for runs.jsonl (a WSD job's: its branches)."""
+  if wsd.is_wsd(job.config):
+    return [wsd.branch_workdir(job.config, job.workdir, b) for b in wsd.branches_of(job.config)]
+  return [job.workdir]
+
+
 def finished(job: Job) -> tuple[dict, ...] | None:
   """The job's records when all of it is done, else None."""
   if wsd.is_wsd(job.config):

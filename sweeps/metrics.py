@@ -1,8 +1,11 @@
 """Per-step metrics of a run: `metrics.jsonl` (the record the fits read) and TensorBoard events.
 
-Only process 0 writes. On resume, lines past the restored step are dropped first: they were
-written after the last checkpoint by a run that then died, and the resumed run writes them again
-(the trajectory is exact, so the values are the same).
+Only process 0 writes. The file is append-only; on resume it is cut back to the restored step,
+and only that far: lines past it were written after the last checkpoint by a run that then
+died, and the resumed run writes them again (the trajectory is exact, so the values are the
+same). A torn line (a crash mid-append) is dropped, the lines around it kept. A row at the
+restored step that the file already holds is not written twice: a run killed between its last
+checkpoint and the end evaluates again on resume, and its final eval row is already there.
 
 A local file is appended to line by line. An object store (a `gs://` workdir) has no append:
 the rows are kept in memory and the whole object is rewritten by `flush()`, at most every
@@ -19,7 +22,7 @@ import time
 
 import jax
 
-from chinchax.scaling import atomic
+from chinchax.scaling import atomic, killpoints
 
 FLUSH_EVERY_S = 30.0
 
@@ -33,14 +36,25 @@ def _clean(v):
 
 
 def read(path: str) -> list[dict]:
+  """The rows of a metrics.jsonl; a torn or foreign line (a crash mid-append) is skipped."""
+  return _parse(_text(path) or "")
+
+
+def _text(path: str) -> str | None:
+  """The file's text; bytes that are not UTF-8 (damage) become U+FFFD and fail to parse."""
+  data = atomic.read_bytes(path)
+  return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _parse(text: str) -> list[dict]:
   rows = []
-  for line in (atomic.read_text(path) or "").splitlines():
-    line = line.strip()
-    if line:
-      try:
-        rows.append(json.loads(line))
-      except json.JSONDecodeError:
-        break  # a torn last line from a crash: everything after it is suspect
+  for line in text.splitlines():
+    try:
+      row = json.loads(line)
+    except json.JSONDecodeError:
+      continue
+    if isinstance(row, dict) and isinstance(row.get("step"), int):
+      rows.append(row)
   return rows
 
 
@@ -53,11 +67,15 @@ class MetricsWriter:
     self._remote = atomic.is_remote(self.path)
     self._lines, self._unflushed, self._flushed_at = [], False, time.monotonic()
     self._tb = None
+    self._resume_step, self._at_resume = resume_step, set()
     if not self.enabled:
       return
-    kept = "".join(json.dumps(r) + "\n" for r in read(self.path)
-                   if r.get("step", 0) <= resume_step)
-    atomic.write_text(self.path, kept)
+    text = _text(self.path)
+    rows = [r for r in _parse(text or "") if r["step"] <= resume_step]
+    self._at_resume = {frozenset(r) for r in rows if r["step"] == resume_step}
+    kept = "".join(json.dumps(r) + "\n" for r in rows)
+    if kept != text:  # new, or rows past the restored step or a torn line: cut back, atomically
+      atomic.write_text(self.path, kept)
     self._lines = [kept] if self._remote else []  # remote: the whole file, for each flush
     if tensorboard:
       from tensorboardX import SummaryWriter  # no TensorFlow needed
@@ -70,6 +88,11 @@ class MetricsWriter:
     if not self.enabled:
       return
     row = {"step": int(step), **{k: _clean(v) for k, v in scalars.items()}}
+    if "eval_loss" in row:
+      killpoints.hit("eval")
+    if row["step"] == self._resume_step and frozenset(row) in self._at_resume:
+      self._at_resume.discard(frozenset(row))
+      return  # the file holds this row already (same step, same values: see the docstring)
     line = json.dumps(row) + "\n"
     if self._remote:
       self._lines.append(line)
@@ -78,6 +101,8 @@ class MetricsWriter:
         self.flush()
     else:
       with open(self.path, "a") as f:
+        killpoints.hit("append:metrics.jsonl",
+                       before=lambda: (f.write(line[:len(line) // 2]), f.flush()))
         f.write(line)
     if self._tb is not None:
       for k, v in row.items():

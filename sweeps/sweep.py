@@ -25,7 +25,7 @@ import ml_collections
 
 from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
-from chinchax.scaling import atomic
+from chinchax.scaling import atomic, killpoints
 from chinchax.scaling.errors import UserError
 from chinchax.sweeps import checkpoint, data, executors, fit_adapter, report, run_record
 from chinchax.sweeps import spec as spec_lib
@@ -109,7 +109,9 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   runs_path = os.path.join(workdir, "runs.jsonl")
   record = (lambda records: [run_record.upsert_runs_jsonl(runs_path, r) for r in records]
             ) if lead else (lambda records: None)
-  todo = _skip_done(spec.jobs, record, say)
+  todo = _skip_done(spec.jobs, say)
+  if lead:  # the cells' result.json files are the truth: runs.jsonl is made to agree
+    run_record.sync_runs_jsonl(runs_path, [d for j in spec.jobs for d in job_lib.record_dirs(j)])
   say(f"{len(todo)} of {len(spec.jobs)} cells to train with executor={spec.executor.kind!r}")
 
   t0, ended, failed = time.time(), [], []
@@ -142,6 +144,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   if not lead:
     return Result("done", tuple(failed))
   fit_error = None
+  killpoints.hit("fit")
   try:
     fit_adapter.fit_workdir(workdir, spec.bootstrap)
   except UserError as e:
@@ -152,8 +155,8 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   return Result("done", tuple(failed), fit_error, path)
 
 
-def _skip_done(jobs, record, say) -> list[Job]:
-  """The jobs not done yet; the records of the done ones go (again) to runs.jsonl."""
+def _skip_done(jobs, say) -> list[Job]:
+  """The jobs not done yet."""
   todo = []
   for i, job in enumerate(jobs):
     done = job_lib.finished(job)
@@ -162,5 +165,4 @@ def _skip_done(jobs, record, say) -> list[Job]:
       continue
     losses = ", ".join(f"{r['eval_loss']:.4f}" for r in done)
     say(f"[{i + 1}/{len(jobs)}] {job.name}: skipped, already done (eval loss {losses})")
-    record(done)
   return todo

@@ -9,7 +9,7 @@ data is opened, no file written). The library function is `chinchax.sweep` (swee
 
 import os
 
-from chinchax.sweeps import estimate, executors, spec as spec_lib, sweep, table
+from chinchax.sweeps import estimate, executors, lock, spec as spec_lib, sweep, table
 from chinchax.sweeps.cli import flags
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "smoke.py")
@@ -26,7 +26,8 @@ def main(argv: list[str]) -> int:
     print("unique tokens and the vocabulary are checked when the data is opened for training")
     return 0
   sweep.initialize_distributed()
-  result = sweep.sweep(f.config, f.workdir, quiet=f.quiet)
+  with lock.hold(f.workdir, "chinchax sweep"):  # two sweeps on one workdir corrupt it
+    result = sweep.sweep(f.config, f.workdir, quiet=f.quiet)
   if result.status == "stopped":
     return 143
   return 1 if result.fit_error else 0

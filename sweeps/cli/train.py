@@ -15,9 +15,8 @@ import os
 import sys
 
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import job
+from chinchax.sweeps import describe, job, lock
 from chinchax.sweeps.cli import flags
-from chinchax.sweeps import describe
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "train.py")
 
@@ -29,7 +28,8 @@ def main(argv: list[str]) -> int:
     return 0
   if not f.workdir:
     raise UserError("--workdir is required: the folder for checkpoints, metrics and result.json")
-  outcome = job.train(f.config, f.workdir, quiet=f.quiet)
+  with lock.hold(f.workdir, "chinchax train"):  # two trainers on one workdir corrupt it
+    outcome = job.train(f.config, f.workdir, quiet=f.quiet)
   if outcome.status == "stopped":
     return 143
   if outcome.status == "failed":

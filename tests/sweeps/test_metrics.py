@@ -93,3 +93,42 @@ def test_gs_tensorboard_events_go_through_the_bucket(fake_gcs):  # noqa: F811
   assert events.name.startswith("events.out.tfevents")
   assert b"train_loss" in events.read_bytes()  # the scalar's tag, in the rewritten object
   assert fake_gcs.stray_local_files() == []
+
+
+def _lines(n: int) -> str:
+  return "".join(json.dumps({"step": s, "train_loss": 5.0 - s}) + "\n" for s in range(1, n + 1))
+
+
+def test_resume_cuts_back_to_the_restored_step_only(tmp_path):
+  path = tmp_path / "metrics.jsonl"
+  # A torn line (a crash mid-append) among rows, rows past the checkpoint after it.
+  path.write_text(_lines(3) + '{"step": 4, "train_lo\n' + _lines(6)[len(_lines(4)):])
+  w = metrics.MetricsWriter(str(tmp_path), resume_step=5, tensorboard=False)
+  w.close()
+  assert [r["step"] for r in metrics.read(str(path))] == [1, 2, 3, 5]
+  assert path.read_text() == _lines(3) + json.dumps({"step": 5, "train_loss": 0.0}) + "\n"
+
+
+def test_nothing_to_cut_leaves_the_file_as_it_is(tmp_path):
+  path = tmp_path / "metrics.jsonl"
+  path.write_text(_lines(4))
+  inode = path.stat().st_ino
+  metrics.MetricsWriter(str(tmp_path), resume_step=4, tensorboard=False).close()
+  assert path.stat().st_ino == inode and path.read_text() == _lines(4)  # appended to, not rewritten
+
+
+def test_a_row_of_the_restored_step_already_there_is_not_written_twice(tmp_path):
+  # A run killed after its final checkpoint (step 4) and final eval row, before result.json:
+  # the rerun restores step 4 and evaluates again.
+  path = tmp_path / "metrics.jsonl"
+  path.write_text(_lines(4) + json.dumps({"step": 4, "tokens": 64, "eval_loss": 1.5}) + "\n")
+  before = path.read_text()
+  w = metrics.MetricsWriter(str(tmp_path), resume_step=4, tensorboard=False)
+  w.write(4, tokens=64, eval_loss=1.5)
+  assert path.read_text() == before
+  w.write(4, tokens=64, eval_loss=1.5)  # a second one is new: written
+  w.write(4, tokens=64, probe=2.0)      # other keys: written
+  w.close()
+  assert [sorted(r) for r in metrics.read(str(path))][-2:] == [
+      ["eval_loss", "step", "tokens"], ["probe", "step", "tokens"]]
+  assert len(metrics.read(str(path))) == 7
