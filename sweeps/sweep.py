@@ -31,7 +31,7 @@ from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
 from chinchax.scaling import atomic
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import checkpoint, data, executors, grid, hardware, run_record
+from chinchax.sweeps import checkpoint, data, executors, grid, hardware, readiness, run_record
 from chinchax.sweeps import train as train_lib
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(__file__), "configs", "smoke.py")
@@ -300,13 +300,8 @@ def load_config(argv: list[str]):
 
 
 def main(argv: list[str]) -> int:
+  if readiness.is_dry_run(argv):  # the grid without data; --compile, --json: sweeps/readiness.py
+    return readiness.dry_run(argv)
   fv, c = load_config(argv)
   initialize_distributed()
-  if fv.dry_run:
-    executors.check(c)
-    cells, refusals, _ = prepare(c)
-    seconds, how = time_model(c)
-    print(grid.format_table(cells, refusals, seconds=seconds))
-    print(how)
-    return 0
   return run_sweep(c, fv.workdir, quiet=fv.quiet)

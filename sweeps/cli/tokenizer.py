@@ -26,7 +26,8 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--vocab", type=int, default=8192, help="vocabulary size, specials included")
   p.add_argument("--out", required=True, help="output directory")
   p.add_argument("--model_type", default="bpe", choices=("bpe", "unigram"))
-  p.add_argument("--data_dir", default=None, help="TFDS data dir for the built corpus")
+  p.add_argument("--data_dir", default=None,
+                 help="TFDS data dir for the built corpus (default: $TFDS_DATA_DIR)")
   p.add_argument("--val_fraction", type=float, default=0.05)
   p.add_argument("--max_sentences", type=int, default=2_000_000,
                  help="lines SentencePiece samples for training")
@@ -39,7 +40,7 @@ def main(argv: list[str]) -> int:
   if args.vocab < 260:
     raise UserError(f"--vocab={args.vocab} is too small: 256 byte pieces and 3 specials "
                     "need at least 260")
-  data_dir = args.data_dir or os.path.join(pipeline.DEFAULT_HOME, "tfds")
+  data_dir = pipeline.resolve_data_dir(args.data_dir)
   name = text_builder.build(args.corpus, data_dir, args.val_fraction)
   src = tfds.data_source(name, data_dir=data_dir)
   texts = (r["text"].decode("utf-8") for r in src["train"])
