@@ -104,6 +104,9 @@ def target_devices(target: hardware.Target | None) -> list:
   if not has_libtpu():
     raise UserError(f"compiling for {target.name} needs libtpu on this machine: "
                     "pip install 'chinchax[tpu]' (jax[tpu] pins the libtpu built for this jax)")
+  # libtpu takes a machine-wide lock on load, for the chips; compiling needs none, and two
+  # dry runs (or test workers) at once would otherwise refuse each other.
+  os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
   from jax.experimental import topologies  # pylint: disable=g-import-not-at-top
   name, kw = target.libtpu_args()
 

@@ -284,6 +284,12 @@ def dry_run(argv: list[str]) -> int:
                         "refused": refusals}, indent=1))
       return 0
     seconds, how = sweep.time_model(c)
+    if c.get("target"):  # the slice the sweep is for, not this machine
+      t = hardware.parse_target(c.target)
+      rate = sweep.ASSUMED_MFU * t.chip.peak_flops * t.chips
+      seconds = lambda cell: cell.flops_6ND / rate
+      how = (f"time at {sweep.ASSUMED_MFU:.0%} of the {t.chips} x {t.chip.peak_flops:.3g} "
+             f"FLOP/s peak of the target {t.name} (6ND FLOPs)")
     print(grid.format_table(cells, refusals, seconds=seconds))
     print(how)
     return 0
