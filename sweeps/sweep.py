@@ -1,6 +1,10 @@
 """`chinchax sweep`: every cell of a sweep grid trained, resumably, then fitted and reported.
 
-    chinchax sweep [--config=PATH[:ARG]] [--config.KEY=VALUE ...] [--workdir=DIR] [--dry-run]
+    chinchax sweep [--config=PATH[:ARG]] [--config.KEY=VALUE ...] [--workdir=DIR]
+                   [--dry-run [--compile[=TARGET]] [--json]]
+
+`--dry-run` prints the grid without reading any data; with `--compile` every cell is compiled
+ahead of time for its TPU slice (sweeps/readiness.py).
 
 With no arguments: the built-in smoke sweep (sweeps/configs/smoke.py) in ./runs/smoke.
 

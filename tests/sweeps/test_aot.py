@@ -74,6 +74,18 @@ def test_dry_run_reads_no_data(tmp_path, monkeypatch, capsys):
   assert os.listdir(tmp_path) == []
 
 
+def test_dry_run_times_cells_on_the_target_slice(tmp_path, monkeypatch, capsys):
+  monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
+  assert cli.run(["sweep", "--config=sweeps/configs/tpu_v5p.py", "--dry-run"]) == 0
+  out = capsys.readouterr().out
+  assert "peak of the target v5p:2x2x4" in out
+  c = sweep.with_runner_keys(__import__("chinchax.sweeps.configs.tpu_v5p",
+                                        fromlist=["x"]).get_config(), {})
+  first = grid.make_grid(c)[0][0]
+  row = next(l for l in out.splitlines() if l.startswith(first.name))
+  assert row.split()[-1] == grid._duration(first.flops_6ND / (0.3 * 459e12 * 16))
+
+
 def test_compile_needs_a_target(capsys):
   assert cli.run(["sweep", "--config=sweeps/configs/tiny.py", "--dry-run", "--compile"]) == 2
   assert "--compile needs a target" in capsys.readouterr().err

@@ -102,7 +102,9 @@ def test_gs_inputs_and_outputs(fake_gcs, tmp_path):
   assert got == want
   assert fake_gcs.stray_local_files() == []
   kw = dict(name=name, seq_len=16, batch_size=2)
-  from_gcs = pipeline.open_dataset(pipeline.DataConfig(data_dir="gs://bkt/tfds", **kw))
+  from_gcs = pipeline.open_dataset(pipeline.DataConfig(
+      data_dir="gs://bkt/tfds", cache_dir=str(tmp_path / "g"), **kw))
+  assert os.listdir(tmp_path / "g" / "shards")  # read through local copies of the shards
   local = pipeline.open_dataset(pipeline.DataConfig(
       data_dir=str(fake_gcs.local("gs://bkt/tfds")), cache_dir=str(tmp_path / "c"), **kw))
   np.testing.assert_array_equal(from_gcs.train, local.train)

@@ -38,6 +38,46 @@ def test_a_scan_of_matmuls_counts_every_iteration():
   assert got.flops_once < matmuls / (L - 1)  # XLA's own figure holds one iteration
 
 
+# A loop as TPU programs print it: no known_trip_count, the bound in the condition `i < 6`.
+LOOP_HLO = """HloModule loop
+
+%body (p: (s32[], f32[16,32], f32[32,32])) -> (s32[], f32[16,32], f32[32,32]) {
+  %p = (s32[], f32[16,32], f32[32,32]) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %x = f32[16,32] get-tuple-element(%p), index=1
+  %w = f32[32,32] get-tuple-element(%p), index=2
+  %y = f32[16,32] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %t = (s32[], f32[16,32], f32[32,32]) tuple(%next, %y, %w)
+}
+
+%cond (q: (s32[], f32[16,32], f32[32,32])) -> pred[] {
+  %q = (s32[], f32[16,32], f32[32,32]) parameter(0)
+  %k = s32[] constant(6)
+  %j = s32[] get-tuple-element(%q), index=0
+  ROOT %lt = pred[] compare(%j, %k), direction=LT
+}
+
+ENTRY %main (x: f32[16,32], w: f32[32,32]) -> f32[16,32] {
+  %x = f32[16,32] parameter(0)
+  %w = f32[32,32] parameter(1)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[16,32], f32[32,32]) tuple(%zero, %x, %w)
+  %loop = (s32[], f32[16,32], f32[32,32]) while(%init), condition=%cond, body=%body
+  ROOT %out = f32[16,32] get-tuple-element(%loop), index=1
+}
+"""
+
+
+def test_trip_count_from_the_loop_condition():
+  got = hlo_flops.count(LOOP_HLO)
+  assert (got.loops, got.unknown_loops) == (1, 0)
+  assert got.flops == pytest.approx(6 * 2 * 16 * 32 * 32, rel=1e-3)  # + 6 counter adds
+  unbounded = LOOP_HLO.replace("direction=LT", "direction=NE")
+  assert hlo_flops.count(unbounded).unknown_loops == 1
+
+
 def test_nested_scans_multiply():
   m, k, L_out, L_in = 16, 32, 3, 5
   w = jax.ShapeDtypeStruct((L_out, L_in, k, k), jnp.float32)
