@@ -1,12 +1,13 @@
 """Run a sweep on a Cloud TPU VM, a pod slice, or several slices (Multislice).
 
     python -m chinchax.launch.tpu ACTION --name=NAME --project=P --zone=Z [--accelerator=v5p-32]
-        [--spot | --best-effort] [--reserved] [--node-count=K] [--runtime-version=V]
+        [--spot | --best-effort] [--reserved] [--node-count=K] [--runtime-version=V] [--check]
         [--repo=URL [--ref=REF] | --wheel=PATH] [--dest=DIR] [--env=KEY=VALUE ...]
         [--config=PATH[:ARG] [--config.KEY=VALUE ...]] [--workdir=gs://BUCKET/PATH] [--dry-run]
 
 ACTION: `up` creates the slice through a queued resource, waits until it is ACTIVE, installs
-chinchax and `jax[tpu]` on every worker and starts the sweep on every worker; `logs` follows
+`chinchax[tpu,gcs]` on every worker and starts the sweep on every worker (with `--check`, it
+first compiles every cell for the slice here and stops if one does not fit); `logs` follows
 worker 0's log until the sweep ends; `fetch` copies the workdir here; `down` deletes the slice;
 `all` is up, logs, fetch and down in turn.
 
@@ -31,6 +32,7 @@ if __package__ in (None, ""):  # `python launch/tpu.py`: make the checkout impor
 
 from chinchax.launch import steps  # noqa: E402
 from chinchax.scaling.errors import UserError  # noqa: E402
+from chinchax.sweeps import hardware  # noqa: E402
 
 RUN_DIR = "chinchax-run"  # on each worker, in the login home: config, log, pid, exit status
 ACTIONS = ("up", "logs", "fetch", "down", "all")
@@ -107,6 +109,12 @@ class Slice:
     return self.accelerator.hosts * self.node_count if self.accelerator else 0
 
   @property
+  def target(self) -> hardware.Target:
+    """The slices as a compile target (`chinchax sweep --dry-run --compile=...`)."""
+    t = hardware.parse_target(self.accelerator.name)
+    return dataclasses.replace(t, slices=self.node_count)
+
+  @property
   def _where(self) -> list[str]:
     return [f"--project={self.project}", f"--zone={self.zone}"]
 
@@ -164,11 +172,11 @@ def delete_argv(s: Slice) -> list[str]:
 
 
 def install_command(requirement: str, dirs: Sequence[str]) -> str:
-  """Shell command for every worker: the run folders, `jax[tpu]` (libtpu), then chinchax."""
+  """Shell command for every worker: the run folders, then chinchax with its `tpu` extra
+  (jax[tpu]: the libtpu built for that jax) and `gcs` extra."""
   mkdir = shlex.join(["mkdir", "-p", *dirs])
   pip = ["python3", "-m", "pip", "install", "--quiet"]
-  return " && ".join([mkdir, shlex.join([*pip, "-U", "jax[tpu]"]),
-                      shlex.join([*pip, requirement])])
+  return " && ".join([mkdir, shlex.join([*pip, requirement])])
 
 
 # ---------------------------------------------------------------------------- plan
@@ -184,21 +192,29 @@ class Sweep:
   repo: str | None = None
   ref: str = "main"
   wheel: str | None = None
+  check: bool = False  # compile every cell for the slice here before creating it
 
 
 def _requirement(sw: Sweep) -> str:
-  # With the gcs extra: hosts share no disk, so a multi-host workdir is gs://.
+  # tpu: jax with its libtpu; gcs: hosts share no disk, so a multi-host workdir is gs://.
   if sw.wheel:
-    return f"./{os.path.basename(sw.wheel)}[gcs]"
+    return f"./{os.path.basename(sw.wheel)}[tpu,gcs]"
   url = sw.repo if sw.repo.startswith("git+") else f"git+{sw.repo}"
-  return f"chinchax[gcs] @ {url}@{sw.ref}"
+  return f"chinchax[tpu,gcs] @ {url}@{sw.ref}"
 
 
 def up_steps(s: Slice, sw: Sweep) -> list[steps.Step]:
   config_path = sw.config.partition(":")[0] if sw.config else None
   dirs = [RUN_DIR] + ([f"{RUN_DIR}/{os.path.dirname(config_path)}"]
                       if config_path and os.path.dirname(config_path) else [])
-  out = [
+  out = []
+  if sw.check:
+    target = s.target.name
+    out.append(steps.step(
+        f"compile every cell for {target} here (refuses cells that do not fit)",
+        [*steps.sweep_argv(sys.executable, sw.config, sw.overrides, None), "--dry-run",
+         f"--compile={target}"]))
+  out += [
       steps.step(f"request {s.accelerator.name} x{s.node_count} ({s.hosts} hosts) "
                  f"as queued resource {s.name}", create_argv(s)),
       steps.step("wait until the queued resource is ACTIVE", state_argv(s), until=("ACTIVE",),
@@ -207,7 +223,7 @@ def up_steps(s: Slice, sw: Sweep) -> list[steps.Step]:
   if sw.wheel:
     out.append(steps.step("copy the chinchax wheel to every worker",
                           scp_to_all_argv(s, sw.wheel, "")))
-  out.append(steps.step("install jax[tpu] and chinchax on every worker",
+  out.append(steps.step("install chinchax[tpu,gcs] on every worker",
                         ssh_argv(s, install_command(_requirement(sw), dirs))))
   if config_path:
     out.append(steps.step("copy the sweep config to every worker",
@@ -265,6 +281,8 @@ def _parser() -> steps.Parser:
   p.add_argument("--ref", default="main", help="git ref for --repo (default: main)")
   src.add_argument("--wheel", help="a chinchax wheel built here, copied to the workers")
   p.add_argument("--dest", default=".", help="where `fetch` copies the workdir (default: .)")
+  p.add_argument("--check", action="store_true", help="before creating the slice, compile "
+                 "every cell for it here (needs libtpu: pip install 'chinchax[tpu]')")
   steps.add_sweep_flags(p)
   return p
 
@@ -310,7 +328,8 @@ def build(argv: Sequence[str]) -> tuple[steps.Plan, bool]:
   sw = None
   if args.workdir:
     sw = Sweep(args.config, tuple(overrides), args.workdir,
-               tuple(steps.parse_env(args.env).items()), args.repo, args.ref, args.wheel)
+               tuple(steps.parse_env(args.env).items()), args.repo, args.ref, args.wheel,
+               args.check)
   return make_plan(args.action, s, sw, args.dest), args.dry_run
 
 

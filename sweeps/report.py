@@ -1,8 +1,8 @@
 """WORKDIR/report.md of a sweep, from its runs.jsonl and law.json (`chinchax report WORKDIR`).
 
 The report, in order: the runs (one row per cell: C, N, shape, D, D/N, steps, status, eval
-loss, time), the per-budget IsoFLOP minima (the best measured run of each budget, and
-Approach 2's minimum where the fit has it), the fit's headline and caveats exactly as
+loss, time, the hardware it ran on, tokens/s and MFU), the per-budget IsoFLOP minima (the
+best measured run of each budget, and Approach 2's minimum where the fit has it), the fit's headline and caveats exactly as
 `chinchax fit` prints them (scaling.caveats, from law.json), Approach 3's L(N, D) = E +
 A/N^alpha + B/D^beta with its bootstrap intervals, the exponents a, b of N* ∝ C^a,
 D* ∝ C^b per approach with intervals, the data-constrained R_D*, R_N* when fitted, the
@@ -63,10 +63,24 @@ def runs_section(records: list[dict]) -> list[str]:
     rows.append([r["name"], _g(r.get("budget")), f"{r.get('N_total', 0):,}",
                  f"{s.get('d_model')} x {s.get('n_layers')}", _g(r.get("D")),
                  _g(r["D"] / r["N_total"], ".1f") if r.get("N_total") else "–",
-                 str(r.get("steps", "–")), loss, _g(r.get("wall_s"), ".0f")])
+                 str(r.get("steps", "–")), loss, _g(r.get("wall_s"), ".0f"),
+                 _hardware(r), _g(r.get("tokens_per_s"), ".3g"),
+                 _g(100 * r["mfu"], ".1f") + "%" if r.get("mfu") is not None else "–"])
   n_failed = sum(r.get("status") != "done" for r in records)
+  notes = sorted({r["hardware"]["peak_flops_reason"] for r in records
+                  if (r.get("hardware") or {}).get("peak_flops_reason")})
   return ["## Runs", "", f"{len(records)} runs, {n_failed} failed.", ""] + _table(
-      ["cell", "C", "N", "d_model x L", "D", "D/N", "steps", "eval loss", "wall s"], rows)
+      ["cell", "C", "N", "d_model x L", "D", "D/N", "steps", "eval loss", "wall s", "hardware",
+       "tokens/s", "MFU"], rows) + [""] * bool(notes) + [f"- MFU: {n}" for n in notes]
+
+
+def _hardware(r: dict) -> str:
+  """`16 x TPU v5 (tpu), mesh 1x16x1` from the record's hardware (older records: –)."""
+  hw = r.get("hardware")
+  if not hw:
+    return "–"
+  mesh = "x".join(str(v) for v in (hw.get("mesh") or {}).values())
+  return f"{hw['device_count']} x {hw['device_kind']} ({hw['backend']}), mesh {mesh}"
 
 
 def minima_section(records: list[dict], law: dict | None) -> list[str]:

@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("chinchax.sweeps.cli.plan", "plan N and D for a compute budget from a law"),
     "models": ("chinchax.sweeps.cli.models", "print the shape recipe's table of model sizes"),
     "tokenizer": ("chinchax.sweeps.cli.tokenizer", "train a SentencePiece tokenizer on a corpus"),
+    "data": ("chinchax.sweeps.cli.data", "prepare raw text (jsonl/parquet/txt) as array_record"),
     "eval": ("chinchax.sweeps.cli.eval", "evaluate a run's checkpoints on extra held-out sets"),
     "report": ("chinchax.sweeps.cli.report", "rebuild a sweep workdir's report.md"),
 }

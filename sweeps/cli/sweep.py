@@ -1,30 +1,33 @@
 """`chinchax sweep`: train a sweep grid (resumable), fit it, write report.md.
 
-    chinchax sweep [--config=PATH[:ARG]] [--config.KEY=VALUE ...] [--workdir=DIR] [--dry-run]
+    chinchax sweep [--config=PATH[:ARG]] [--config.KEY=VALUE ...] [--workdir=DIR]
+                   [--dry-run [--compile[=TARGET]] [--json] [--headroom=F]]
 
 With no arguments: the built-in smoke sweep (sweeps/configs/smoke.py) in ./runs/smoke. With
 --dry-run: the grid, each cell's estimated time and the refusals, from the config alone (no
-data is opened, no file written). The library function is `chinchax.sweep` (sweeps/sweep.py).
+data is opened, no file written); with --compile every cell is compiled ahead of time for
+its TPU slice and checked against its HBM (sweeps/readiness.py). The library function is
+`chinchax.sweep` (sweeps/sweep.py).
 """
 
 import os
 
-from chinchax.sweeps import estimate, executors, lock, spec as spec_lib, sweep, table
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import executors, lock, readiness, spec as spec_lib, sweep
 from chinchax.sweeps.cli import flags
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "smoke.py")
 
 
 def main(argv: list[str]) -> int:
+  argv, checks = readiness.split_flags(argv)  # --compile, --json, --headroom
   f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG, sweep.DEFAULT_WORKDIR)
   if f.dry_run:
     spec = spec_lib.resolve(f.config, f.workdir)
     executors.check(spec.executor)
-    seconds, how = estimate.time_model(spec.executor)
-    print(table.format_table(spec.cells, spec.refusals, seconds=seconds))
-    print(how)
-    print("unique tokens and the vocabulary are checked when the data is opened for training")
-    return 0
+    return readiness.dry_run(spec, checks)
+  if checks != readiness.Options():
+    raise UserError("--compile, --json and --headroom go with --dry-run")
   sweep.initialize_distributed()
   with lock.hold(f.workdir, "chinchax sweep"):  # two sweeps on one workdir corrupt it
     result = sweep.sweep(f.config, f.workdir, quiet=f.quiet)

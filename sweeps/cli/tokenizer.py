@@ -20,7 +20,8 @@ def _parser() -> flags.ArgParser:
   p.add_argument("--vocab", type=int, default=8192, help="vocabulary size, specials included")
   p.add_argument("--out", required=True, help="output directory")
   p.add_argument("--model_type", default="bpe", choices=("bpe", "unigram"))
-  p.add_argument("--data_dir", default=None, help="TFDS data dir for the built corpus")
+  p.add_argument("--data_dir", default=None,
+                 help="TFDS data dir for the built corpus (default: $TFDS_DATA_DIR)")
   p.add_argument("--val_fraction", type=float, default=train_tokenizer.VAL_FRACTION)
   p.add_argument("--max_sentences", type=int, default=train_tokenizer.MAX_SENTENCES,
                  help="lines SentencePiece samples for training")

@@ -2,7 +2,8 @@
 
 Sources: `corpus` (a directory or glob of text files, built with `text_builder`), else `name`:
 "stdlib" (the default corpus) or a TFDS dataset already prepared in array_record form under
-`data_dir` ("lm1b", "c4/en:3.0.1"), read with `text_key`. Nothing is downloaded.
+`data_dir` (default $TFDS_DATA_DIR): "chinchax_text/<name>" from `chinchax data prepare`
+(`data.prepare`), "c4/en:3.0.1", read with `text_key`. Nothing is downloaded.
 
 Tokens: each split is tokenised once, in its stored record order, into a flat `.npy` stream
 (uint16, or uint32 for vocabularies over 2**16) under `cache_dir`, keyed by dataset, version,
@@ -32,6 +33,7 @@ import numpy as np
 from chinchax.scaling import atomic
 from chinchax.scaling.errors import UserError
 from chinchax.sweeps.data import packing
+from chinchax.sweeps.data import remote
 from chinchax.sweeps.data import text_builder
 from chinchax.sweeps.data import tokenizers
 
@@ -45,7 +47,8 @@ class DataConfig:
 
   name: "stdlib" or a prepared TFDS name ("lm1b", "c4/en:3.0.1", "chinchax_text/<cfg>").
   corpus: a directory or glob of text files, built into `data_dir` on first use.
-  data_dir: TFDS data dir (local or gs://); default ~/.cache/chinchax/tfds.
+  data_dir: TFDS data dir (local or gs://); default $TFDS_DATA_DIR, else
+    ~/.cache/chinchax/tfds (`resolve_data_dir`).
   cache_dir: local dir for token streams; default data_dir/chinchax_tokens when data_dir is
     local, else ~/.cache/chinchax/tokens.
   max_train_tokens: cap the train stream at this many tokens (None: the whole split).
@@ -89,6 +92,12 @@ class Dataset:
     return D / self.epoch_tokens
 
 
+def resolve_data_dir(data_dir: str | None = None) -> str:
+  """The TFDS data dir: the one given, else $TFDS_DATA_DIR (as TFDS itself reads it), else
+  ~/.cache/chinchax/tfds."""
+  return data_dir or os.environ.get("TFDS_DATA_DIR") or os.path.join(DEFAULT_HOME, "tfds")
+
+
 def open_dataset(cfg: DataConfig) -> Dataset:
   """Resolves, builds (once) and tokenises (once) the dataset; checks it can serve `cfg`."""
   if cfg.seq_len <= 0 or cfg.batch_size <= 0:
@@ -97,7 +106,7 @@ def open_dataset(cfg: DataConfig) -> Dataset:
     raise UserError(f"seed={cfg.seed} must be a non-negative 64-bit integer")
   if cfg.max_train_tokens is not None and cfg.max_train_tokens <= cfg.seq_len:
     raise UserError(f"max_train_tokens={cfg.max_train_tokens} must exceed seq_len={cfg.seq_len}")
-  data_dir = cfg.data_dir or os.path.join(DEFAULT_HOME, "tfds")
+  data_dir = resolve_data_dir(cfg.data_dir)
   if cfg.corpus is not None or cfg.name == text_builder.STDLIB:
     name = text_builder.build(cfg.corpus or text_builder.STDLIB, data_dir, cfg.val_fraction)
   else:
@@ -112,7 +121,7 @@ def open_dataset(cfg: DataConfig) -> Dataset:
       else os.path.join(DEFAULT_HOME, "tokens"))
   key = os.path.join(cache_dir, _CACHE_FORMAT, builder.info.full_name.replace("/", "__"),
                      cfg.text_key, tok.name)
-  sources = builder.as_data_source()
+  sources = _sources(builder, data_dir, cache_dir)
   train = _token_stream(sources, "train", cfg.text_key, tok, key, cfg.max_train_tokens)
   validation = _token_stream(sources, "validation", cfg.text_key, tok, key, None)
   W = packing.n_windows(train.shape[0], cfg.seq_len)
@@ -157,16 +166,27 @@ def eval_bytes(ds: Dataset, n_tokens: int) -> int:
                  for b in eval_batches(ds, n_tokens)))
 
 
+def _missing(name: str, data_dir: str, where: str) -> UserError:
+  return UserError(
+      f"TFDS dataset {name!r} is not prepared: nothing at {where} (data_dir {data_dir!r}, "
+      f"from data.data_dir or TFDS_DATA_DIR); prepare it with `chinchax data prepare "
+      f"--input=FILES --out={data_dir} --name=NAME` from raw text (then data.name="
+      f"chinchax_text/NAME), or `chinchax data tfds {name} --out={data_dir}` where its TFDS "
+      "builder needs no TensorFlow")
+
+
 def _prepared_builder(name: str, data_dir: str):
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  where = os.path.join(data_dir, *name.replace(":", "/").split("/"))
   try:
     builder = tfds.builder(name, data_dir=data_dir)
   except Exception as e:  # TFDS raises several types for unknown names/configs/versions.
+    if not atomic.exists(where):  # most often: a catalogue name not prepared here
+      raise _missing(name, data_dir, where) from None
     first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     raise UserError(f"unknown TFDS dataset {name!r} under data_dir={data_dir!r}: {first}") from None
   if not builder.is_prepared():
-    raise UserError(f"TFDS dataset {name!r} is not prepared under data_dir={data_dir!r}; "
-                    "prepare it there first (tfds build --file_format=array_record)")
+    raise _missing(name, data_dir, os.fspath(builder.data_dir))
   formats = {builder.info.file_format} | set(builder.info.alternative_file_formats)
   if "array_record" not in {getattr(f, "value", f) for f in formats}:
     raise UserError(f"TFDS dataset {name!r} is stored as {builder.info.file_format}, not "
@@ -176,6 +196,16 @@ def _prepared_builder(name: str, data_dir: str):
       raise UserError(f"TFDS dataset {name!r} has no {split!r} split (has: "
                       f"{', '.join(builder.info.splits)})")
   return builder
+
+
+def _sources(builder, data_dir: str, cache_dir: str) -> dict:
+  """The splits' record sources; on gs:// each shard is copied locally on first read
+  (`remote.RemoteSplit`: open-source array_record reads local files only)."""
+  if not atomic.is_remote(data_dir):
+    return builder.as_data_source()
+  shards = os.path.join(cache_dir, "shards", builder.info.full_name.replace("/", "__"))
+  return {s: remote.RemoteSplit(builder.info, s, os.path.join(shards, s))
+          for s in ("train", "validation")}
 
 
 def _token_stream(sources, split: str, text_key: str, tok, key: str,

@@ -22,6 +22,7 @@ from typing import Iterable, Protocol
 
 import numpy as np
 
+from chinchax.scaling import atomic
 from chinchax.scaling.errors import UserError
 
 
@@ -61,11 +62,10 @@ class SentencePieceTokenizer:
 
   def __init__(self, model_path: str):
     import sentencepiece as spm  # pylint: disable=g-import-not-at-top
-    if not os.path.isfile(model_path):
+    proto = atomic.read_bytes(model_path)  # local or gs://: every host reads the same file
+    if proto is None:
       raise UserError(f"SentencePiece model {model_path!r} does not exist; "
                       "train one with `chinchax tokenizer` or give the path of a .model file")
-    with open(model_path, "rb") as f:
-      proto = f.read()
     try:
       self._sp = spm.SentencePieceProcessor(model_proto=proto)
     except RuntimeError as e:

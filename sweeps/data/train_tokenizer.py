@@ -25,7 +25,7 @@ def train_tokenizer(corpus: str, vocab: int, out: str, *, model_type: str = "bpe
     raise UserError(f"--vocab={vocab} is too small: 256 byte pieces and 3 specials "
                     f"need at least {MIN_VOCAB}")
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  data_dir = data_dir or os.path.join(pipeline.DEFAULT_HOME, "tfds")
+  data_dir = pipeline.resolve_data_dir(data_dir)
   name = text_builder.build(corpus, data_dir, val_fraction)
   src = tfds.data_source(name, data_dir=data_dir)
   texts = (r["text"].decode("utf-8") for r in src["train"])

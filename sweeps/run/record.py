@@ -4,7 +4,7 @@ where its steps ended."""
 import dataclasses
 import math
 
-from chinchax.sweeps import run_record
+from chinchax.sweeps import hardware, run_record
 
 
 def _finite(x):
@@ -33,4 +33,5 @@ def make(s, end, eval_loss: float, wall_s: float) -> dict:
                "compute_dtype": model.cfg.compute_dtype},
       unique_tokens=s.inputs.ds.unique_tokens, epochs=s.epochs, tokens_per_s=tok_s,
       mfu=s.mfu(tok_s),
-      wall_s=wall_s, devices=model.mesh.size, mesh=dict(model.mesh.shape), **fields)
+      wall_s=wall_s, devices=model.mesh.size, mesh=dict(model.mesh.shape),
+      hardware=hardware.record(model.mesh), **fields)

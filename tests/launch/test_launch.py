@@ -109,8 +109,9 @@ def test_v5p_32_all_creates_installs_starts_then_deletes_in_order(capsys, checko
   assert "--spot" in c and "--best-effort" not in c and "--reserved" not in c
   assert flag(lines[describe], "format") == "value(state.state)"
   install = flag(lines[ssh_all[0]], "command")
-  assert "pip install" in install and "'jax[tpu]'" in install
-  assert "'chinchax[gcs] @ git+https://github.com/o/chinchax@v1'" in install
+  # One install: the tpu extra brings jax[tpu] (the libtpu of that jax), gcs the gs:// access.
+  assert "pip install" in install and "jax[tpu]" not in install
+  assert "'chinchax[tpu,gcs] @ git+https://github.com/o/chinchax@v1'" in install
   d = lines[delete]
   assert d[5] == "chin-a" and {"--force", "--async"} <= set(d)
   assert flag(d, "zone") == "us-east5-a" and flag(d, "project") == "my-proj"
@@ -149,7 +150,7 @@ def test_tpu_config_and_wheel_are_copied_before_use(capsys, checkout):
   kinds = [(a[4], a[5] if a[4] == "scp" else flag(a, "command")) for a in lines[2:]]
   (scp_wheel, wheel_dest), (_, install), (scp_cfg, cfg_dest), (_, start) = kinds
   assert scp_wheel == scp_cfg == "scp"
-  assert wheel_dest == str(wheel) and "'./chinchax-0.1.0-py3-none-any.whl[gcs]'" in install
+  assert wheel_dest == str(wheel) and "'./chinchax-0.1.0-py3-none-any.whl[tpu,gcs]'" in install
   assert lines[4][6] == f"chin-a:{tpu.RUN_DIR}/{CONFIG}" and cfg_dest == CONFIG
   assert f"mkdir -p {tpu.RUN_DIR} {tpu.RUN_DIR}/sweeps/configs" in install
   assert f"cd {tpu.RUN_DIR}" in start

@@ -59,7 +59,7 @@ def refused(capfd, tmp_path, data_dir, *overrides, corpus=tu.SMALL_CORPUS):
 @pytest.mark.parametrize("overrides, corpus, says", [
     ((), "/nope", "corpus '/nope' does not exist"),
     ((), "EMPTY", "matches no files"),
-    (("--config.data.name=no_such_dataset",), "", "unknown TFDS dataset 'no_such_dataset'"),
+    (("--config.data.name=no_such_dataset",), "", "TFDS dataset 'no_such_dataset' is not prepared"),
     (("--config.data.text_key=body",), tu.SMALL_CORPUS, "has no feature 'body'"),
     (("--config.model.vocab_size=300",), tu.SMALL_CORPUS, "vocab_size=300 does not match"),
     (("--config.seq_len=100000000",), tu.SMALL_CORPUS, "is longer than the"),

@@ -1,0 +1,102 @@
+r"""FSDP shown, not claimed: HBM per chip of one ~1B-parameter train step compiled ahead of time
+for v5p slices of 8, 16 and 32 chips, under `fsdp` and `shard_grad_op`.
+
+    pip install "chinchax[tpu]"            # libtpu: compiles for a TPU topology on this CPU
+    python bench/aot_fsdp_bench.py [--n=1e9] [--batch=32] [--seq=2048] [--remat=full]
+                                   [--slices=v5p:2x2x2,v5p:2x2x4,v5p:2x4x4]
+
+Mesh (1, chips, 1): every chip on the `fsdp` axis. Per chip it prints the bytes of the
+parameters and of the optimizer state as the compiled program shards them (from its input
+shardings), the program's arguments, temporaries and peak HBM (`memory_analysis()`), and the
+compile time. Under `fsdp` parameters, gradients and AdamW's two moments are split over the
+chips, so the state per chip falls as 1/chips; under `shard_grad_op` the parameters stay whole on
+every chip and only the optimizer state (and the gradients' reduce-scatter) is split. The
+global batch is fixed, so the activations per chip fall with the slice too.
+
+Measured with libtpu 0.0.42 (jax 0.10.2) on 2 shared CPU cores (compile seconds under load):
+
+    N = 1,000,834,432 (d_model 1664 x 27 layers, d_ff 4416), batch 32 x 2048, remat full
+    slice      chips mode           params/chip  opt/chip    args   temps  HBM/chip compile s (GiB)
+    v5p:2x2x2      8 fsdp                  0.47      0.93    1.51    5.24      6.79      1029
+    v5p:2x2x2      8 shard_grad_op         3.73      0.93    4.73    5.38     10.15       796
+    v5p:2x2x4     16 fsdp                  0.23      0.47    0.75    2.65      3.44       665
+    v5p:2x2x4     16 shard_grad_op         3.73      0.47    4.23    3.67      7.93       546
+    v5p:2x4x4     32 fsdp                  0.12      0.23    0.49    1.70      2.22       535
+    v5p:2x4x4     32 shard_grad_op         3.73      0.23    4.06    1.21      5.30       543
+
+The parameters are 4N bytes = 3.73 GiB: whole under shard_grad_op, 3.73/chips under fsdp; the
+two AdamW moments are 8N/chips under both.
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from chinchax.models import shapes  # noqa: E402
+from chinchax.models.config import ModelConfig  # noqa: E402
+from chinchax.scaling import conventions  # noqa: E402
+from chinchax.sweeps import aot, hardware, optimizer  # noqa: E402
+
+GiB = hardware.GiB
+
+
+def per_chip_bytes(tree, shardings) -> int:
+  import jax  # pylint: disable=g-import-not-at-top
+  total = 0
+  for x, s in zip(jax.tree.leaves(tree), jax.tree.leaves(
+      shardings, is_leaf=lambda v: isinstance(v, jax.sharding.Sharding))):
+    total += math.prod(s.shard_shape(x.shape)) * np.dtype(x.dtype).itemsize
+  return total
+
+
+def measure(setup: aot.Setup, devices) -> dict:
+  low = aot.lower(setup, devices, with_eval=False)
+  t = time.perf_counter()
+  compiled = low.train.compile()
+  seconds = time.perf_counter() - t
+  state_in = compiled.input_shardings[0][0]
+  m = compiled.memory_analysis()
+  return {
+      "params": per_chip_bytes(low.state["params"], state_in["params"]),
+      "opt": per_chip_bytes(low.state["opt_state"], state_in["opt_state"]),
+      "args": m.argument_size_in_bytes, "temps": m.temp_size_in_bytes,
+      "hbm": (m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes
+              + m.temp_size_in_bytes + m.generated_code_size_in_bytes),
+      "compile_s": seconds}
+
+
+def main() -> None:
+  p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  p.add_argument("--n", type=float, default=1e9)
+  p.add_argument("--batch", type=int, default=32)
+  p.add_argument("--seq", type=int, default=2048)
+  p.add_argument("--remat", default="full")
+  p.add_argument("--slices", default="v5p:2x2x2,v5p:2x2x4,v5p:2x4x4")
+  args = p.parse_args()
+  shape = shapes.shape_for_params(args.n, vocab_size=32000, seq_len=args.seq)
+  N = conventions.params(shape)
+  print(f"N = {N:,} (d_model {shape.d_model} x {shape.n_layers} layers, d_ff {shape.d_ff}), "
+        f"batch {args.batch} x {args.seq}, bf16 compute, f32 parameters and AdamW moments, "
+        f"remat {args.remat}; whole state 12 N = {12 * N / GiB:.2f} GiB")
+  print(f"{'slice':<10} {'chips':>5} {'mode':<14} {'params/chip':>11} {'opt/chip':>9} "
+        f"{'args':>7} {'temps':>7} {'HBM/chip':>9} {'compile s':>9}   (GiB)")
+  model = ModelConfig(shape, compute_dtype="bfloat16", remat=args.remat)
+  for spec in args.slices.split(","):
+    target = hardware.parse_target(spec)
+    devices = aot.target_devices(target)
+    for mode in ("fsdp", "shard_grad_op"):
+      setup = aot.Setup(model, optimizer.OptimizerConfig(), 1000, (1, -1, 1), mode, args.batch)
+      r = measure(setup, devices)
+      print(f"{target.name:<10} {target.chips:>5} {mode:<14} {r['params'] / GiB:>11.2f} "
+            f"{r['opt'] / GiB:>9.2f} {r['args'] / GiB:>7.2f} {r['temps'] / GiB:>7.2f} "
+            f"{r['hbm'] / GiB:>9.2f} {r['compile_s']:>9.0f}", flush=True)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,48 @@
+"""Compiles a small train step ahead of time for a target (8 forced CPU devices, or a TPU
+topology given as argv[1]) under fsdp and shard_grad_op; prints one JSON line of what the
+compiled programs say. Started by tests/sweeps/test_aot.py and test_readiness_tpu.py, which
+assert; the device count must be fixed before jax starts."""
+
+import json
+import os
+import sys
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+import jax  # noqa: E402
+
+from chinchax.models.config import ModelConfig  # noqa: E402
+from chinchax.scaling import conventions  # noqa: E402
+from chinchax.scaling.conventions import Shape  # noqa: E402
+from chinchax.sweeps import aot, hardware, optimizer  # noqa: E402
+
+SHAPE = Shape(d_model=256, n_layers=2, n_heads=4, d_ff=512, vocab_size=512, seq_len=128)
+
+
+def specs(tree) -> dict:
+  flat, _ = jax.tree_util.tree_flatten_with_path(
+      tree, is_leaf=lambda s: isinstance(s, jax.sharding.Sharding))
+  return {jax.tree_util.keystr(p): [list(a) if isinstance(a, tuple) else a for a in s.spec]
+          for p, s in flat if isinstance(s, jax.sharding.NamedSharding)}
+
+
+def main() -> None:
+  target = hardware.parse_target(sys.argv[1]) if len(sys.argv) > 1 else None
+  devices = aot.target_devices(target)
+  out = {"devices": len(devices), "N": conventions.params(SHAPE), "modes": {}}
+  model = ModelConfig(SHAPE, compute_dtype="bfloat16")
+  for mode in ("fsdp", "shard_grad_op"):
+    setup = aot.Setup(model, optimizer.OptimizerConfig(), 100, (1, -1, 1), mode, 16)
+    low = aot.lower(setup, devices, with_eval=False)
+    compiled = low.train.compile()
+    state_in, state_out = compiled.input_shardings[0][0], compiled.output_shardings[0]
+    m = compiled.memory_analysis()
+    out["modes"][mode] = {
+        "params": specs(state_in["params"]), "opt": specs(state_in["opt_state"]),
+        "params_out": specs(state_out["params"]), "opt_out": specs(state_out["opt_state"]),
+        "argument_bytes": m.argument_size_in_bytes, "alias_bytes": m.alias_size_in_bytes}
+  print(json.dumps(out))
+
+
+if __name__ == "__main__":
+  main()

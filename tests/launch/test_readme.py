@@ -1,0 +1,49 @@
+"""Every launcher command in launch/README.md, and every dry run of the sweep without
+--compile, runs as written from the checkout root."""
+
+import importlib
+import os
+import re
+import shlex
+
+import pytest
+
+from chinchax.sweeps import cli
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def commands() -> list[list[str]]:
+  with open(os.path.join(REPO, "launch", "README.md"), encoding="utf-8") as f:
+    text = f.read()
+  out = []
+  for block in re.findall(r"```\n(.*?)```", text, flags=re.S):
+    for line in block.replace("\\\n", " ").splitlines():
+      argv = shlex.split(line, comments=True)
+      if argv[:2] == ["python", "-m"] and argv[2].startswith("chinchax.launch."):
+        out.append(argv)
+      elif argv[:2] == ["chinchax", "sweep"] and "--dry-run" in argv and not any(
+          a.startswith("--compile") for a in argv):
+        out.append(argv)
+  return out
+
+
+def test_the_readme_has_commands_of_every_launcher():
+  modules = {a[2] for a in commands() if a[0] == "python"}
+  assert modules == {f"chinchax.launch.{m}" for m in ("tpu", "gke", "gpu", "local")}
+
+
+@pytest.mark.parametrize("argv", commands(), ids=lambda a: " ".join(a[:4]))
+def test_each_command_runs_dry(argv, monkeypatch, capsys, tmp_path):
+  monkeypatch.chdir(REPO)
+  monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))  # no dataset: the dry run reads none
+  if argv[0] == "chinchax":
+    rc = cli.run(argv[1:])
+  else:
+    module = importlib.import_module(argv[2])
+    rest = argv[3:] + ([] if "--dry-run" in argv or argv[3] == "render" else ["--dry-run"])
+    rc = module.main(rest)
+  out, err = capsys.readouterr()
+  assert rc == 0, err
+  assert out.strip()
+  assert not os.path.exists(os.path.join(REPO, "chin-v5p.jobset.yaml"))

@@ -1,0 +1,119 @@
+"""sweeps/aot.py and sweeps/readiness.py on this machine's CPU (no libtpu needed): the compiled
+program's shardings and bytes, the fit check, the refusal and its remedy, the dry run's flags.
+tests/sweeps/test_readiness_tpu.py runs the same against TPU topologies where libtpu is."""
+
+import dataclasses
+import json
+import os
+
+import jax
+import pytest
+
+from chinchax.models.config import ModelConfig
+from chinchax.scaling.conventions import Shape
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import aot, cli, optimizer, readiness, table
+from chinchax.sweeps import spec as spec_lib
+from chinchax.sweeps.configs import tiny, tpu_v5p
+from tests.helpers import aot_util
+
+@pytest.mark.slow
+def test_fsdp_and_shard_grad_op_as_compiled_on_8_cpu_devices():
+  got = aot_util.run_aot_check(env={"XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+                           "JAX_PLATFORMS": "cpu"})
+  assert got["devices"] == 8
+  aot_util.check_fsdp_shardings(got)
+
+
+def _setup(remat="none", mesh=(-1, 1, 1), mode="fsdp", grad_accum=1):
+  s = Shape(d_model=64, n_layers=2, n_heads=4, d_ff=192, vocab_size=256, seq_len=64)
+  return aot.Setup(ModelConfig(s, remat=remat), optimizer.OptimizerConfig(), 100, mesh, mode,
+                   32, grad_accum)
+
+
+def test_remedies_are_tried_cheapest_first():
+  got = [flags for flags, _ in readiness.remedies(_setup(), n_devices=16)]
+  fsdp = ("--config.train.mesh.data=1", "--config.train.mesh.fsdp=-1")
+  minimal, full = ("--config.train.model.remat=minimal",), ("--config.train.model.remat=full",)
+  assert got[:5] == [fsdp, minimal, fsdp + minimal, full, fsdp + full]
+  assert got[5:] == [fsdp + full + (f"--config.train.grad_accum={k}",) for k in (2, 4, 8)]
+  # Already FSDP over the whole slice, with full remat: only gradient accumulation is left.
+  done = readiness.remedies(_setup("full", (1, -1, 1), grad_accum=2), n_devices=16)
+  assert [f for f, _ in done] == [(f"--config.train.grad_accum={k}",) for k in (4, 8, 16)]
+  # Several slices keep the data axis across them.
+  assert readiness.remedies(_setup(), 32, slices=2)[0][1].mesh == (2, -1, 1)
+  assert readiness.remedies(_setup(mode="shard_grad_op"), 8)[0][0][-1] == (
+      "--config.train.sharding=fsdp")
+
+
+def test_out_of_memory_messages_give_the_bytes():
+  for text in ["RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required for "
+               "HLO temporaries (23.05G) exceeds available HBM (15.75G).",
+               "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 23.05G of "
+               "15.48G hbm. Exceeded hbm capacity by 7.5G."]:
+    assert aot._required_temp(text) == int(23.05 * 2**30)
+  assert aot._required_temp("RESOURCE_EXHAUSTED: something else") is None
+  p = aot.Program(100, output_bytes=40, alias_bytes=30, temp_bytes=7, code_bytes=3)
+  assert p.hbm_bytes == 100 + 40 - 30 + 7 + 3
+
+
+def test_flags_of_the_dry_run():
+  rest, opts = readiness.split_flags(["--dry-run", "--compile=v5e:4x4", "--json",
+                                      "--headroom=0.2", "--config.seed=1"])
+  assert rest == ["--dry-run", "--config.seed=1"]
+  assert opts == readiness.Options("v5e:4x4", True, 0.2)
+  assert readiness.split_flags(["--compile"])[1].compile == ""
+  with pytest.raises(UserError, match="--headroom"):
+    readiness.split_flags(["--headroom=1.5"])
+
+
+def test_dry_run_reads_no_data(tmp_path, monkeypatch, capsys):
+  monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))  # empty: opening c4 would fail
+  assert cli.run(["sweep", "--config=sweeps/configs/tpu_v5p.py", "--dry-run", "--json"]) == 0
+  got = json.loads(capsys.readouterr().out)
+  assert len(got["cells"]) == 35 and {"N", "hbm_bytes_per_chip", "fits"} <= set(got["cells"][0])
+  assert os.listdir(tmp_path) == []
+
+
+def test_dry_run_times_cells_on_the_target_slice(tmp_path, monkeypatch, capsys):
+  monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
+  assert cli.run(["sweep", "--config=sweeps/configs/tpu_v5p.py", "--dry-run"]) == 0
+  out = capsys.readouterr().out
+  assert "peak of the target v5p:2x2x4" in out
+  first = spec_lib.resolve(tpu_v5p.get_config(), str(tmp_path)).cells[0]
+  row = next(l for l in out.splitlines() if l.startswith(first.name))
+  assert row.split()[-1] == table.duration(first.flops_6ND / (0.3 * 459e12 * 16))
+
+
+def test_compile_needs_a_target(capsys):
+  assert cli.run(["sweep", "--config=sweeps/configs/tiny.py", "--dry-run", "--compile"]) == 2
+  assert "--compile needs a target" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(aot.has_libtpu(), reason="libtpu is installed here")
+def test_a_tpu_target_without_libtpu_is_one_line(capsys):
+  assert cli.run(["sweep", "--config=sweeps/configs/tpu_v5p.py", "--dry-run", "--compile"]) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and "pip install 'chinchax[tpu]'" in err[0]
+
+
+@pytest.mark.slow
+def test_a_cell_that_does_not_fit_is_refused_with_the_setting_that_fits():
+  """On this CPU, with a budget set between the cell's HBM with and without remat."""
+  spec = spec_lib.resolve(tiny.get_config(), "unused")
+  # remat saves activations between layers: the deepest cell shows it
+  c, cell = spec.config, max(spec.cells, key=lambda x: (x.shape.n_layers, x.N))
+  devices = jax.devices()[:1]
+  (free,) = readiness.check([cell], c, devices, budget=None)
+  assert free.fits is None and free.hbm > 0  # CPU: no capacity, nothing decided
+  minimal = dataclasses.replace(free.setup, model=dataclasses.replace(free.setup.model,
+                                                                      remat="minimal"))
+  with_remat = max(p.hbm_bytes for p in aot.compile_setup(minimal, devices) if p)
+  assert with_remat < free.hbm
+  budget = (with_remat + free.hbm) // 2
+  (row,) = readiness.check([cell], c, devices, budget=budget)
+  assert row.fits is False and row.remedy == ("--config.train.model.remat=minimal",)
+  assert row.remedy_hbm <= budget
+  line = readiness.refusal(row)
+  assert line.startswith(f"{cell.name}: refused: needs ") and "fits with" in line
+  assert "\n" not in line
