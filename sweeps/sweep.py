@@ -31,7 +31,8 @@ from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
 from chinchax.scaling import atomic
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import checkpoint, data, executors, grid, hardware, run_record
+from chinchax.sweeps import checkpoint, compile_cache, data, executors, grid, hardware
+from chinchax.sweeps import run_record
 from chinchax.sweeps import train as train_lib
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(__file__), "configs", "smoke.py")
@@ -300,6 +301,7 @@ def load_config(argv: list[str]):
 
 
 def main(argv: list[str]) -> int:
+  compile_cache.enable()
   fv, c = load_config(argv)
   initialize_distributed()
   if fv.dry_run:

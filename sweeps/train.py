@@ -28,7 +28,8 @@ from chinchax.models import sharding
 from chinchax.models.config import ModelConfig
 from chinchax.scaling import atomic, conventions
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import checkpoint, data, early_stop, hardware, metrics, optimizer, run_record
+from chinchax.sweeps import checkpoint, compile_cache, data, early_stop, hardware, metrics
+from chinchax.sweeps import optimizer, run_record, timing
 from chinchax.sweeps import step as step_lib
 from chinchax.sweeps.data import mixture, seqlen
 
@@ -123,7 +124,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
   {"status": "stopped"}. Without one, SIGTERM and SIGINT set a flag of the run's own for the
   length of the loop.
   """
-  t_start = time.time()
+  t_start, clock = time.time(), timing.Clock()
   log = (lambda *_: None) if quiet else (lambda m: print(m, flush=True))
   done = run_record.read_result(workdir)
   if done is not None and done.get("status") == "done":
@@ -162,8 +163,8 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
 
   # ---- Mesh, optimizer, state.
   opt_cfg = optimizer_config(c)
-  lr = optimizer.schedule(opt_cfg, total_steps)
-  tx = optimizer.make(opt_cfg, lr)
+  lr = optimizer.lr_table(opt_cfg, total_steps)  # read per step: not part of the compiled step
+  tx = optimizer.make(opt_cfg)
   abstract, _ = step_lib.state_shardings(model_cfg, tx, mesh, rules, mode)
   train_step = step_lib.make_train_step(model_cfg, tx, mesh, rules, mode,
                                         global_batch_size=c.batch_size, grad_accum=c.grad_accum)
@@ -176,19 +177,22 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
   ckpt = checkpoint.Checkpointer(
       os.path.join(atomic.absolute(workdir), "checkpoints"), every_steps=c.checkpoint.every_steps,
       every_minutes=c.checkpoint.every_minutes, keep=c.checkpoint.keep)
-  state, step = ckpt.restore_latest(abstract)
+  with clock("init"):
+    state, step = ckpt.restore_latest(abstract)
   init_from, init_step = option(c, "init_from", ""), None
   if state is None and init_from:
     # A WSD cooldown branch starts from the stable run's state at its branch point.
     src = checkpoint.Checkpointer(init_from, async_save=False)
-    state, step = src.restore_latest(abstract)
+    with clock("init"):
+      state, step = src.restore_latest(abstract)
     src.close()
     if state is None:
       raise UserError(f"init_from={init_from!r} holds no checkpoint that loads")
     init_step = step
     log(f"started from {init_from} at step {step}")
   elif state is None:
-    state = step_lib.init_train_state(model_cfg, tx, mesh, jax.random.key(c.seed), rules, mode)
+    with clock("init"):
+      state = step_lib.init_train_state(model_cfg, tx, mesh, jax.random.key(c.seed), rules, mode)
   else:
     log(f"resumed from step {step}")
   start_step = step
@@ -197,8 +201,9 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
   def save(step: int, state, force: bool = False) -> None:
     # After each save the metrics are flushed: a resume drops the rows past its step, so
     # none up to it may be missing from metrics.jsonl (remote workdirs flush lazily).
-    if ckpt.maybe_save(step, state, force=force):
-      writer.flush()
+    with clock("checkpoint"):
+      if ckpt.maybe_save(step, state, force=force):
+        writer.flush()
 
   # A run resumed at its last step trains no more: its train loss is the one already logged.
   logged = [r["train_loss"] for r in metrics.read(writer.path) if r.get("train_loss") is not None]
@@ -247,7 +252,8 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
   # sequence-length warmup each length compiles on first use instead).
   if step < total_steps and not warm_lengths:
     t = time.time()
-    train_step = train_step.lower(state, batch_at(step)).compile()
+    with clock("compile"):
+      train_step = train_step.lower(state, batch_at(step), lr[step]).compile()
     log(f"compiled the train step in {time.time() - t:.1f} s; {total_steps} steps of "
         f"{c.batch_size} x {c.seq_len} tokens, N={conventions.params(shape) / 1e6:.2f}M")
 
@@ -256,13 +262,15 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
   peak = hardware.peak_flops(mesh.devices.flat[0])
   t_last, step_last, train_s, running, failure = time.time(), step, 0.0, None, None
   stopped_early = None
+  loop_start = clock.mark()
   try:
     while step < total_steps:
-      batch = batch_at(step)
+      with clock("data"):
+        batch = batch_at(step)
       if use_mix:
         source_tokens += np.bincount(mixture.choices(ds, step),
                                      minlength=len(ds.sources)) * c.seq_len
-      state, m = train_step(state, batch)
+      state, m = train_step(state, batch, lr[step])
       step += 1
 
       if step % c.log_every == 0 or step == total_steps:
@@ -283,7 +291,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
         writer.write(
             step, tokens=step * tokens_per_step,
             flops=step * tokens_per_step * flops_per_token, train_loss=train_loss,
-            lr=float(lr(step - 1)), grad_norm=float(m["grad_norm"]), tokens_per_s=tok_s,
+            lr=float(lr[step - 1]), grad_norm=float(m["grad_norm"]), tokens_per_s=tok_s,
             mfu=(tok_s * flops_per_token / (peak * mesh.size)) if peak else None,
             epoch=step * tokens_per_step / ds.unique_tokens,
             **({"seq_len": lengths.length_at(step - 1),
@@ -300,7 +308,8 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
       if step % c.eval_every == 0 and step < total_steps:
         jax.block_until_ready(state["params"])  # the steps before the eval count as training
         t_eval = time.time()
-        eval_loss = evaluate(state["params"])
+        with clock("eval"):
+          eval_loss = evaluate(state["params"])
         writer.write(step, tokens=step * tokens_per_step, eval_loss=eval_loss, **source_fields())
         history.append(eval_loss)
         if best_ckpt is not None and early_stop.is_best(history):
@@ -324,6 +333,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
         log(f"stopped by {stop.reason} at step {step}; checkpoint saved, rerun to resume")
         return {"status": "stopped", "step": step, "reason": stop.reason}
   finally:
+    clock.rest("step", loop_start)  # the loop's time outside data, eval and checkpoints
     if own_stop:
       stop.uninstall()
 
@@ -331,7 +341,8 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
   if not failure:
     save(step, state, force=True)
   ckpt.close()
-  eval_loss = float("nan") if failure else evaluate(state["params"])
+  with clock("eval"):
+    eval_loss = float("nan") if failure else evaluate(state["params"])
   if not failure:
     writer.write(step, tokens=step * tokens_per_step, eval_loss=eval_loss, **source_fields())
     if best_ckpt is not None and stopped_early is None and early_stop.is_best(history + [eval_loss]):
@@ -355,7 +366,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet=False,
                "compute_dtype": model_cfg.compute_dtype},
       unique_tokens=ds.unique_tokens, epochs=epochs, tokens_per_s=tok_s,
       mfu=(tok_s * flops_per_token / (peak * mesh.size)) if peak and tok_s else None,
-      wall_s=wall, devices=mesh.size, mesh=dict(mesh.shape),
+      wall_s=wall, time_s=clock.seconds(wall), devices=mesh.size, mesh=dict(mesh.shape),
       **_lineage(c, init_step),
       **({"flops_chinchilla": seqlen.flops_until(lengths, shape, step, tokens_per_step),
           "seq_len_stages": [list(s) for s in lengths.stages]} if warm_lengths else {}),
@@ -461,6 +472,7 @@ def _no_custom_config_notice(record: logging.LogRecord) -> bool:
 
 def main(argv: list[str]) -> int:
   logging.getLogger("absl").addFilter(_no_custom_config_notice)  # idempotent
+  compile_cache.enable()
   fv, c = parse_flags(argv, "chinchax train", DEFAULT_CONFIG)
   if not fv.workdir:
     raise UserError("--workdir is required: the folder for checkpoints, metrics and result.json")

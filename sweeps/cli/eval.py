@@ -121,7 +121,7 @@ def main(argv: list[str]) -> int:
   rules, mode = sharding.RULES, c.sharding
   batch_sharding = sharding.batch_sharding(mesh, rules)
   opt_cfg = train.optimizer_config(c)
-  tx = optimizer.make(opt_cfg, optimizer.schedule(opt_cfg, train.planned_steps(c)))
+  tx = optimizer.make(opt_cfg)  # the trainer's: its state restores the trainer's checkpoints
   abstract, _ = step_lib.state_shardings(model_cfg, tx, mesh, rules, mode)
   eval_step = step_lib.make_eval_step(model_cfg, tx, mesh, rules, mode)
   tokens_per_step = c.batch_size * c.seq_len

@@ -143,7 +143,8 @@ def test_cli_table_rows_agree_with_conventions(capsys):
     assert int(r[6].replace(",", "")) == conventions.params(s, "non_embedding")
     assert float(r[7]) == pytest.approx(conventions.flops_per_token(s, "6ND"), rel=1e-3)
     assert float(r[8]) == pytest.approx(conventions.flops_per_token(s, "chinchilla"), rel=1e-3)
-    assert int(r[9]) == s.head_dim and float(r[10]) == pytest.approx(s.d_model / s.n_layers, abs=0.05)
+    assert int(r[9]) == s.head_dim
+    assert float(r[10]) == pytest.approx(s.d_model / s.n_layers, abs=0.05)
     assert float(r[11]) == pytest.approx(s.d_ff / s.d_model, abs=0.005)
 
 
