@@ -2,7 +2,7 @@
 
     python bench/smoke_pilot.py --budgets=3e10,1e11,3e11,1e12 --sizes=8e3,1.1e4,... \\
         [--schedule=cosine|wsd] [--seq-len=64] [--batch=32] [--seed=0] [--workdir=DIR]
-        [--compare=OTHER_WORKDIR]
+        [--compare=OTHER_WORKDIR] [--report-only]
 
 Cells come from the smoke config (`sweeps/configs/smoke.py`: its model, data, LR and warmup
 recipe) with the sizes given for every budget and a fixed batch of `--batch` x `--seq-len`
@@ -38,7 +38,8 @@ from chinchax.sweeps.configs import smoke  # pylint: disable=wrong-import-positi
 def sweep_config(args):
   c = smoke.get_config()
   c.budgets = tuple(float(x) for x in args.budgets.split(","))
-  c.sizes = tuple(float(x) for x in args.sizes.split(","))
+  per_budget = [tuple(float(x) for x in part.split(",")) for part in args.sizes.split(";")]
+  c.sizes = per_budget[0] if len(per_budget) == 1 else tuple(per_budget)
   c.train.seq_len = args.seq_len
   c.train.seed = args.seed
   c.recipe.batch_rule, c.recipe.batch_tokens = "fixed", args.batch * args.seq_len
@@ -138,7 +139,8 @@ def report(res, other=None):
 def main():
   p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   p.add_argument("--budgets", required=True)
-  p.add_argument("--sizes", required=True)
+  p.add_argument("--sizes", required=True,
+                 help="N targets for every budget, or one list per budget separated by ';'")
   p.add_argument("--schedule", default="cosine", choices=("cosine", "wsd"))
   p.add_argument("--seq-len", type=int, default=64)
   p.add_argument("--batch", type=int, default=32, help="sequences per batch (fixed)")
@@ -146,7 +148,16 @@ def main():
   p.add_argument("--seed", type=int, default=0)
   p.add_argument("--workdir", default="/tmp/chinchax-smoke-pilot")
   p.add_argument("--compare", default="", help="another pilot's workdir")
+  p.add_argument("--report-only", action="store_true", help="reprint WORKDIR/pilot.json")
   args = p.parse_args()
+  other = None
+  if args.compare:
+    with open(os.path.join(args.compare, "pilot.json")) as f:
+      other = json.load(f)["cells"]
+  if args.report_only:
+    with open(os.path.join(args.workdir, "pilot.json")) as f:
+      report(json.load(f)["cells"], other)
+    return
   c = sweep_config(args)
   cells, refusals = grid.make_grid(c)
   for r in refusals:
@@ -158,10 +169,6 @@ def main():
   print(f"pilot wall time {time.time() - t:.0f} s (load average {os.getloadavg()[0]:.1f})")
   with open(os.path.join(args.workdir, "pilot.json"), "w") as f:
     json.dump({"args": vars(args), "cells": res}, f, indent=1)
-  other = None
-  if args.compare:
-    with open(os.path.join(args.compare, "pilot.json")) as f:
-      other = json.load(f)["cells"]
   report(res, other)
 
 
