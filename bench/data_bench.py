@@ -80,7 +80,7 @@ def train_tokens_per_s(shape: conventions.Shape, data_cfg: pipeline.DataConfig, 
   times = []
   for k in range(steps + 1):
     t = time.perf_counter()
-    state, m = train_step(state, multihost.global_batch(ds, k, batch_sharding))
+    state, m = train_step(state, multihost.global_batch(ds, k, batch_sharding), np.float32(1e-4))
     jax.block_until_ready(m)
     times.append(time.perf_counter() - t)
   return times[0], batch * shape.seq_len / statistics.median(times[1:])

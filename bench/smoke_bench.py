@@ -1,11 +1,22 @@
 """The main job's figures: `chinchax sweep` (the CPU smoke sweep) timed end to end.
 
-    python bench/smoke_bench.py [--workdir=DIR]   # default: a fresh temporary folder
+    python bench/smoke_bench.py [--workdir=DIR] [--cold] [-- --config.KEY=VALUE ...]
 
 Runs the smoke sweep in a fresh process and a fresh workdir, exactly as README's first command
-does, then prints from its law.json: the wall time, each budget's IsoFLOP minimum and the
-sizes it was sampled between, and the exponents a, b of every approach with their bootstrap
-intervals. Wall time depends on the machine and on what else it runs: quote both.
+does (extra flags after `--` go to `chinchax sweep`, e.g. `--config.train.seed=1`), then
+prints
+
+* the wall time, and where each cell's time went: init (the initial state, its compile
+  included), compile (the train step), data, step, eval, checkpoint and other, from the
+  `time_s` field of each record (`sweeps/timing.py`), with the sweep's own time outside the
+  cells (dataset, grid, fit, report, process start);
+* from law.json: each budget's IsoFLOP minimum and the sizes it was sampled between, and the
+  exponents a, b of every approach with their bootstrap intervals.
+
+`--cold` points the persistent compilation cache (`sweeps/compile_cache.py`) at an empty
+folder, as on a machine that never ran chinchax; by default the cache in ~/.cache is used, as a
+second run on the same machine would. Wall time depends on the machine and on what else it
+runs: quote both (the load average is printed).
 """
 
 import argparse
@@ -17,28 +28,60 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PHASES = ("init", "compile", "data", "step", "eval", "checkpoint", "other")
+
+
+def split_table(runs: list[dict]) -> list[str]:
+  """One row per cell (in the order they ran) with its time per phase, then the totals."""
+  rows = [r for r in runs if r.get("time_s")]
+  head = ["cell", "N", "steps", "wall s"] + [f"{p} s" for p in PHASES]
+  table = [[r["name"], f"{r['N_total']:,}", str(r["steps"]), f"{r['wall_s']:.1f}"]
+           + [f"{r['time_s'].get(p, 0.0):.1f}" for p in PHASES] for r in rows]
+  totals = {p: sum(r["time_s"].get(p, 0.0) for r in rows) for p in PHASES}
+  wall = sum(r["wall_s"] for r in rows)
+  table.append(["all cells", "", str(sum(r["steps"] for r in rows)), f"{wall:.1f}"]
+               + [f"{totals[p]:.1f}" for p in PHASES])
+  table.append(["share", "", "", ""] + [f"{totals[p] / max(wall, 1e-9):.0%}" for p in PHASES])
+  widths = [max(len(x[i]) for x in [head] + table) for i in range(len(head))]
+  fmt = lambda x: "  ".join(v.ljust(w) if i == 0 else v.rjust(w)
+                            for i, (v, w) in enumerate(zip(x, widths)))
+  return [fmt(head)] + [fmt(x) for x in table]
 
 
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   p.add_argument("--workdir", default="", help="where the sweep writes (default: a temp dir)")
+  p.add_argument("--cold", action="store_true", help="an empty compilation cache")
+  p.add_argument("flags", nargs="*", help="more `chinchax sweep` flags (after --)")
   args = p.parse_args()
-  workdir = args.workdir or os.path.join(tempfile.mkdtemp(prefix="smoke-bench-"), "smoke")
+  tmp = tempfile.mkdtemp(prefix="smoke-bench-")
+  workdir = args.workdir or os.path.join(tmp, "smoke")
   env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  if args.cold:
+    env["CHINCHAX_COMPILE_CACHE"] = os.path.join(tmp, "xla-cache")
+  load = os.getloadavg()[0]
   t0 = time.time()
-  out = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", "sweep", f"--workdir={workdir}"],
+  out = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", "sweep",
+                        f"--workdir={workdir}", *args.flags],
                        env=env, cwd=ROOT, capture_output=True, text=True)
   wall = time.time() - t0
   if out.returncode != 0:
     sys.exit(f"chinchax sweep exited {out.returncode}:\n{out.stderr[-2000:]}")
   cells = sum(": done, eval loss" in l for l in out.stdout.splitlines())
-  print(f"chinchax sweep: {cells} cells, {wall:.1f} s wall ({wall / 60:.2f} min), "
-        f"{os.cpu_count()} CPU cores")
+  print(f"chinchax sweep {' '.join(args.flags)}: {cells} cells, {wall:.1f} s wall "
+        f"({wall / 60:.2f} min), {os.cpu_count()} CPU cores, load average {load:.1f} before "
+        f"and {os.getloadavg()[0]:.1f} after, {'cold' if args.cold else 'warm'} compile cache")
+
+  with open(os.path.join(workdir, "runs.jsonl")) as f:
+    runs = [json.loads(l) for l in f if l.strip()]
+  for line in split_table(runs):
+    print("  " + line)
+  in_cells = sum(r.get("wall_s") or 0.0 for r in runs)
+  print(f"  outside the cells (process start, dataset, grid, fit, report): "
+        f"{wall - in_cells:.1f} s")
 
   with open(os.path.join(workdir, "law.json")) as f:
     law = json.load(f)
-  with open(os.path.join(workdir, "runs.jsonl")) as f:
-    runs = [json.loads(l) for l in f if l.strip()]
   fit2 = law["approaches"].get("2")
   if fit2:
     for C, N in zip(fit2["points"]["C"], fit2["points"]["N"]):
@@ -50,8 +93,9 @@ def main() -> None:
     ci = entry.get("ci") or {}
     text = "   ".join(
         f"{k} = {entry[k]:.3f}" + (f" [{ci[k][0]:.3f}, {ci[k][1]:.3f}]" if k in ci else "")
-        for k in ("a", "b"))
-    print(f"  Approach {name}: {text}")
+        for k in ("a", "b") if k in entry)
+    extra = "   ".join(f"{k} = {entry[k]:.3g}" for k in ("alpha", "beta") if k in entry)
+    print(f"  Approach {name}: {text}   {extra}".rstrip())
 
 
 if __name__ == "__main__":

@@ -11,6 +11,12 @@ change only numerics and memory, never N or C:
   input and recomputes the whole block in the backward pass.
 * `z_loss`: weight of the auxiliary `log(Z)^2` term (PaLM) that keeps the softmax normaliser
   near 1; 0 disables it.
+* `unroll_layers`: models of at most this many layers run their layers as straight-line
+  code; deeper ones as a scanned loop, whose compile time does not grow with depth. The
+  parameters are stacked over layers either way.
+* `attn_block`: queries per block of the causal attention (`decoder.causal_attention`), which
+  skips the masked upper triangle block by block; 0 turns it off, None (default) picks
+  max(32, seq_len / 4) on CPU, where it makes attention ~25% cheaper, and off on GPU and TPU.
 """
 
 import dataclasses
@@ -42,6 +48,8 @@ class ModelConfig:
   z_loss: float = 0.0
   rope_base: float = 10_000.0
   init_std: float = 0.02  # embedding std; weight matrices use fan-in scaling
+  unroll_layers: int = 8
+  attn_block: int | None = None
 
   def validate(self) -> "ModelConfig":
     self.shape.validate()
@@ -56,9 +64,18 @@ class ModelConfig:
     if self.remat not in REMAT_POLICIES:
       raise UserError(
           f"model: remat={self.remat!r} is not one of {', '.join(REMAT_POLICIES)}")
+    if self.attn_block is not None and self.attn_block < 0:
+      raise UserError(f"model: attn_block must be >= 0 (0: off), got {self.attn_block}")
     if self.z_loss < 0:
       raise UserError(f"model: z_loss must be >= 0, got {self.z_loss}")
     return self
+
+  @property
+  def attention_block(self) -> int:
+    """`attn_block` resolved: None is the backend's default."""
+    if self.attn_block is not None:
+      return self.attn_block
+    return max(32, self.shape.seq_len // 4) if jax.default_backend() == "cpu" else 0
 
   @property
   def dtype(self) -> jnp.dtype:

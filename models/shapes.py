@@ -1,27 +1,39 @@
 """The shape recipe: (d_model, n_layers, n_heads, d_ff) for a target parameter count N.
 
-One rule: among the shapes
+Fixed proportions, so that loss against N is smooth (a sweep's sizes differ in scale, not in
+kind):
 
-    n_layers L = 1, 2, ...
-    d_model    = a multiple of head_dim between 16·L and 128·L  (depth-to-width ratio around
-                 64, the middle of Chinchilla's 1B-70B family, 85-128, and Kaplan et al.'s
-                 flat optimum 20-200)
-    head_dim   = 16 while d_model < 32, 32 while d_model < 256, 64 while d_model < 2048,
-                 else 128  (matmul tiles of 64/128 fill MXUs and tensor cores; 16 and 32 only
-                 for the CPU-sized models of smoke sweeps, whose IsoFLOP minima sit at 1e4-1e5
-                 parameters; n_heads = d_model / head_dim)
-    d_ff       = the multiple of head_dim (of 16 below d_model 256) that brings N closest to
-                 the target, solving the
-                 linear N(d_ff) = N(d_ff=0) + L·m·d_model·d_ff  (m = 3 for SwiGLU, 2 plain)
+    d_ff      ≈ ρ · d_model           ρ = 8/3 for SwiGLU (4 for a plain MLP), within a factor
+                                      FF_BAND = 1.25 either way: d_ff is the fine knob that
+                                      lands N on its target between two widths
+    head_dim  = the largest power of two ≤ d_model / 8, clipped to [8, 128]
+                                      (8 to 15 heads up to d_model 1024, then head_dim 128);
+                                      d_model and d_ff are multiples of it, hence multiples of
+                                      128 (MXU and tensor-core tiles) from d_model 1024 up
+    n_layers  ≥ 2                     (one layer cannot form induction heads), the depth whose
+                                      width at d_ff = ρ·d_model puts d_model / n_layers nearest
+                                      ASPECT = 64 (Kaplan et al.'s flat optimum spans 20-200;
+                                      GPT-3 and Chinchilla run 64-128)
 
-whose N lands within 3% of the target, pick the one nearest the conventional proportions:
-minimise |log(d_model / 64·L)| + |log(d_ff / (8/3·d_model))| (4·d_model for a plain MLP).
-If none lands that close, the nearest N wins. N is counted by `scaling.conventions.params`
-under `convention`, so the recipe and every run record agree by construction.
+Depth and width therefore grow together, d_model ≈ 64·n_layers once n_layers > 2 (below,
+two layers and a width that grows alone). Given the depth, d_model is the multiple of head_dim
+just below or above the width that would land N exactly at d_ff = ρ·d_model; d_ff is the
+multiple of head_dim in the band that lands N nearest, and of the two widths the one whose
+d_ff is nearer ρ·d_model is taken among those landing within LANDING = 3%. Neighbouring
+targets thus get neighbouring shapes: between targets 10^(1/16) apart, d_model / n_layers
+moves by at most a factor 1.25 (from d_model 64 up; the width step is at most 1/8) except
+where a layer is added (then by ((L+1)/L)^1.5 at most, 1.84 at 2 → 3 layers), d_ff /
+d_model stays within [ρ/1.25, 1.25·ρ], and head_dim changes only by doubling at d_model =
+128, 256, 512 and 1024.
 
-A `total` target below the embedding alone of the smallest model (V·16, twice untied) cannot
-be met: with a 32000-token vocabulary that is ~1M parameters. Such a target is refused; use
-`convention="non_embedding"` (Kaplan et al.) to size small models for large vocabularies.
+Where widths are too coarse for that band to bridge (d_model below ~48: N below ~6e4 with a
+258-byte vocabulary, a few 1e6 with 32000 tokens untied) the band widens to 1.5, then 2,
+only as far as landing needs; a target more than 10% from every shape is refused. N is
+counted by `scaling.conventions.params` under `convention`, so the recipe and every run
+record agree by construction. A `total` target below the embedding of the smallest model
+(V·16, twice untied) cannot be met: with a 32000-token vocabulary that is ~1M parameters;
+use `convention="non_embedding"` (Kaplan et al.) to size small models for large
+vocabularies.
 """
 
 import math
@@ -30,23 +42,74 @@ from chinchax.scaling import conventions
 from chinchax.scaling.conventions import ParamsConvention, Shape
 from chinchax.scaling.errors import UserError
 
-ASPECT = 64  # d_model / n_layers
-LANDING = 0.05  # relative distance from the target that counts as "on target"
+ASPECT = 64        # d_model / n_layers
+MIN_LAYERS = 2
+MIN_D_MODEL = 16
+FF_BAND = 1.25     # d_ff / (ρ · d_model) stays within [1/FF_BAND, FF_BAND] ...
+WIDE_BANDS = (1.5, 2.0)  # ... or, only where no width lands within it, the first that does
+LANDING = 0.03     # relative distance from the target that counts as "on target"
+REFUSE = 0.10      # farther than this from every shape: the target is refused
 MAX_LAYERS = 1024
 
 
-def _widths(n_layers: int):
-  """(d_model, head_dim) candidates for a depth."""
-  for head_dim in (16, 32, 64, 128):
-    lo = max(1, math.ceil(ASPECT * n_layers / 4 / head_dim))
-    for k in range(lo, 2 * ASPECT * n_layers // head_dim + 1):
-      d = k * head_dim
-      if head_dim == _head_dim(d):
-        yield d, head_dim
+def head_dim(d_model: int) -> int:
+  """The power of two in [8, 128] nearest below d_model / 8."""
+  k = 8
+  while k < 128 and d_model >= 16 * k:
+    k *= 2
+  return k
 
 
-def _head_dim(d_model: int) -> int:
-  return 16 if d_model < 32 else 32 if d_model < 256 else 64 if d_model < 2048 else 128
+def ff_ratio(gated: bool) -> float:
+  return 8 / 3 if gated else 4.0
+
+
+def _width(N: float, L: int, vocab_size: int, tied: bool, gated: bool,
+           convention: ParamsConvention) -> float:
+  """The real d with N(d, L, d_ff = ρ·d) = N: the positive root of a quadratic in d."""
+  m, rho = (3 if gated else 2), ff_ratio(gated)
+  emb = 0 if convention == "non_embedding" else vocab_size * (1 if tied else 2)
+  a, b = L * (4 + m * rho), emb + 2 * L + 1  # per layer 4d² + m·d·f + 2d; final norm d
+  return (-b + math.sqrt(b * b + 4 * a * N)) / (2 * a)
+
+
+def _depth(N: float, vocab_size: int, tied: bool, gated: bool,
+           convention: ParamsConvention) -> int:
+  best, L = None, MIN_LAYERS
+  while L <= MAX_LAYERS:
+    aspect = _width(N, L, vocab_size, tied, gated, convention) / L
+    off = abs(math.log(aspect / ASPECT))
+    if best is not None and off >= best[0]:
+      break  # d/L falls as L grows: the distance from ASPECT is unimodal in L
+    best, L = (off, L), L + 1
+  return best[1]
+
+
+def _candidates(N, L, vocab_size, seq_len, tied, gated, convention, band):
+  """(shape, N) for the widths either side of the exact one, d_ff landing N in the band."""
+  d_exact = max(_width(N, L, vocab_size, tied, gated, convention), MIN_D_MODEL)
+  k = head_dim(int(d_exact))
+  # The two widths either side, and where the embedding is most of N (one width step moves
+  # it more than d_ff can take back) the next two on each side.
+  widths = {max(MIN_D_MODEL, k * (math.floor(d_exact / k) + j)) for j in (-2, -1, 0, 1, 2, 3)}
+  m, rho = (3 if gated else 2), ff_ratio(gated)
+  for d in sorted(widths):
+    k = head_dim(d)
+    if d % k:  # d sits just past a head_dim doubling: the next multiple of the new one
+      d = k * math.ceil(d / k)
+    base = Shape(d, L, d // k, 0, vocab_size, seq_len, tied=tied, gated=gated)
+    f_exact = (N - conventions.params(base, convention)) / (L * m * d)
+    lo = k * math.ceil(rho * d / band / k - 1e-9)
+    hi = k * math.floor(rho * d * band / k + 1e-9)
+    f = min(max(k * round(f_exact / k), lo), hi)
+    s = Shape(d, L, d // k, max(f, k), vocab_size, seq_len, tied=tied, gated=gated)
+    yield s, conventions.params(s, convention)
+
+
+def _smallest(vocab_size: int, seq_len: int, tied: bool, gated: bool) -> Shape:
+  d, k = MIN_D_MODEL, head_dim(MIN_D_MODEL)
+  f = k * math.ceil(ff_ratio(gated) * d / WIDE_BANDS[-1] / k)
+  return Shape(d, MIN_LAYERS, d // k, f, vocab_size, seq_len, tied=tied, gated=gated)
 
 
 def shape_for_params(
@@ -67,31 +130,26 @@ def shape_for_params(
   if convention not in conventions.PARAMS_CONVENTIONS:
     raise UserError(f"shape recipe: convention {convention!r} is not one of "
                     f"{', '.join(conventions.PARAMS_CONVENTIONS)}")
-  m = 3 if gated else 2
-  ff_rule = 8 / 3 if gated else 4
-  candidates = []  # (missed, |log N/N_target|, distance from the proportions, shape)
-  for L in range(1, MAX_LAYERS + 1):
-    smallest = None
-    for d, head_dim in _widths(L):
-      base = Shape(d, L, d // head_dim, 0, vocab_size, seq_len, tied=tied, gated=gated)
-      fixed = conventions.params(base, convention)
-      smallest = fixed + L * m * d * head_dim if smallest is None else smallest
-      f_exact = (N_target - fixed) / (L * m * d)
-      q = 16 if d < 256 else head_dim  # finer d_ff steps let tiny models land on target
-      f = max(q, q * round(f_exact / q))
-      s = Shape(d, L, d // head_dim, f, vocab_size, seq_len, tied=tied, gated=gated)
-      miss = abs(math.log(conventions.params(s, convention) / N_target))
-      off = abs(math.log(d / (ASPECT * L))) + abs(math.log(f / (ff_rule * d)))
-      candidates.append((miss > math.log1p(LANDING), miss, off, s))
-    if smallest > N_target * (1 + LANDING):
-      break  # deeper models only overshoot more
-  best = min(candidates, key=lambda c: (c[0], c[2] if not c[0] else c[1]))
-  s = best[3]
-  N = conventions.params(s, convention)
-  if abs(N / N_target - 1) > 0.1:
-    smallest = min(conventions.params(c[3], convention) for c in candidates)
+  L = _depth(N_target, vocab_size, tied, gated, convention)
+  rho = ff_ratio(gated)
+  d_exact = _width(N_target, L, vocab_size, tied, gated, convention)
+
+  def key(c):
+    s, N = c
+    miss = abs(math.log(N / N_target))
+    if miss > math.log1p(LANDING):
+      return (1, miss)
+    return (0, abs(math.log(s.d_ff / (rho * s.d_model))) + abs(math.log(s.d_model / d_exact)))
+
+  for band in (FF_BAND,) + WIDE_BANDS:
+    s, N = min(_candidates(N_target, L, vocab_size, seq_len, tied, gated, convention, band),
+               key=key)
+    if key((s, N))[0] == 0:
+      break
+  if abs(N / N_target - 1) > REFUSE:
+    smallest = conventions.params(_smallest(vocab_size, seq_len, tied, gated), convention)
     raise UserError(
         f"shape recipe: no decoder with vocab_size={vocab_size} has about {N_target:.3g} "
-        f"{convention} parameters (the smallest has {smallest:.3g}); raise N_target or "
-        "count non_embedding parameters")
+        f"{convention} parameters (the nearest has {N:.3g}, the smallest {smallest:.3g}); "
+        "pick another N_target or count non_embedding parameters")
   return s

@@ -194,7 +194,7 @@ def lower(setup: Setup, devices: Sequence, with_eval: bool = True) -> Lowered:
   """Traces and lowers the setup's steps over `devices` (UserError if it cannot shard)."""
   mesh = mesh_lib.make_mesh(setup.mesh, devices=devices)
   cfg = setup.model.validate()
-  tx = optimizer.make(setup.optimizer, optimizer.schedule(setup.optimizer, setup.steps))
+  tx = optimizer.make(setup.optimizer)  # the run's: the learning rate an argument of the step
   rules = sharding.RULES
   abstract, _ = step_lib.state_shardings(cfg, tx, mesh, rules, setup.mode)
   train = step_lib.make_train_step(cfg, tx, mesh, rules, setup.mode,
@@ -207,7 +207,8 @@ def lower(setup: Setup, devices: Sequence, with_eval: bool = True) -> Lowered:
   if with_eval:
     evaluate = step_lib.make_eval_step(cfg, tx, mesh, rules, setup.mode)
     lowered_eval = evaluate.lower(abstract["params"], batch)
-  return Lowered(train.lower(abstract, batch), lowered_eval, mesh.size,
+  lr = jax.ShapeDtypeStruct((), jnp.float32)
+  return Lowered(train.lower(abstract, batch, lr), lowered_eval, mesh.size,
                  _shard_bytes(abstract) + _shard_bytes(batch),
                  _shard_bytes(abstract["params"]) + _shard_bytes(batch), abstract)
 

@@ -10,11 +10,19 @@ decay over the last `decay_fraction` of the steps; cooldown branches of one long
 plateau and add their own decay (`wsd_branch`).
 
 Weight decay applies to matrices only (the last path key is not a norm `scale`).
+
+The trainer keeps the schedule out of the compiled step: `make(cfg)` returns AdamW whose
+`update(..., learning_rate=lr_t)` takes the step's learning rate as an argument, and the loop
+reads lr_t from `lr_table(cfg, total_steps)`, so every run of one shape and batch (the cells of
+a sweep at different budgets, a WSD run and its cooldown branches) shares one compiled step.
+`make(cfg, lr)` bakes a schedule or a number in, as plain optax does.
 """
 
 import dataclasses
+import functools
 
 import jax
+import numpy as np
 import optax
 
 
@@ -70,8 +78,41 @@ def decay_mask(params):
   return jax.tree_util.tree_map_with_path(is_matrix, params)
 
 
-def make(cfg: OptimizerConfig, lr: optax.Schedule) -> optax.GradientTransformation:
+def lr_table(cfg: OptimizerConfig, total_steps: int) -> np.ndarray:
+  """lr_t for t = 0 .. total_steps (float32): the schedule evaluated once, read per step."""
+  return np.asarray(schedule(cfg, total_steps)(np.arange(total_steps + 1)), np.float32)
+
+
+def scale_by_injected_lr() -> optax.GradientTransformationExtraArgs:
+  """updates · (−learning_rate), the learning rate an argument of `update`."""
+
+  def update(updates, state, params=None, *, learning_rate, **extra):
+    del params, extra
+    return jax.tree.map(lambda u: -learning_rate * u, updates), state
+
+  return optax.GradientTransformationExtraArgs(lambda _: optax.EmptyState(), update)
+
+
+def make(cfg: OptimizerConfig, lr: optax.ScalarOrSchedule | None = None
+         ) -> optax.GradientTransformation:
+  """Clipped AdamW; `lr` None: the learning rate is given to each update (see above).
+
+  With lr None the result depends only on the non-schedule fields and is memoised on them,
+  so runs that differ in their schedule get the same object (and share compiled steps).
+  """
+  if lr is None:
+    return _injected(cfg.b1, cfg.b2, cfg.eps, cfg.weight_decay, cfg.clip_norm)
   return optax.chain(
       optax.clip_by_global_norm(cfg.clip_norm),
       optax.adamw(lr, b1=cfg.b1, b2=cfg.b2, eps=cfg.eps, weight_decay=cfg.weight_decay,
                   mask=decay_mask))
+
+
+@functools.lru_cache(maxsize=None)
+def _injected(b1, b2, eps, weight_decay, clip_norm) -> optax.GradientTransformationExtraArgs:
+  # optax.adamw's own chain, with the learning rate taken from the update's arguments.
+  return optax.chain(
+      optax.clip_by_global_norm(clip_norm),
+      optax.chain(optax.scale_by_adam(b1=b1, b2=b2, eps=eps),
+                  optax.add_decayed_weights(weight_decay, decay_mask),
+                  scale_by_injected_lr()))

@@ -9,8 +9,15 @@ jits the initialiser with those out_shardings, so no host ever holds a full copy
 `make_train_step` returns one `jax.jit` with explicit in/out shardings and the state donated:
 
     (loss, metrics), g = value_and_grad(loss_fn)(params, batch)      # bf16/f32 compute
-    updates, opt_state = optimizer.update(g, opt_state, params)
+    updates, opt_state = optimizer.update(g, opt_state, params, learning_rate=lr)
     params             = params + updates
+
+The learning rate is an argument of the step (`optimizer.make(cfg)` reads it from `update`;
+an optax transformation with its own schedule ignores it), so the schedule is not part of the
+compiled program. The jitted init, train and eval steps are memoised on what they depend on
+(model config, optimizer, mesh, rules, mode, microbatches): the cells of a sweep and the
+branches of a WSD run with the same shape and batch trace and compile them once per process,
+and `compile_cache.enable` keeps the executables on disk for the next process.
 
 Everything that cannot work (mesh, rules, shape, divisibility, batch) is refused with a
 `UserError` before anything is traced or compiled.
@@ -78,9 +85,18 @@ def init_train_state(
     rules: Rules = sharding.RULES, mode: str = "fsdp",
 ) -> State:
   """Parameters and optimizer state created on their shards (jit with out_shardings)."""
+  return _init_fn(cfg, optimizer, mesh, _hashable(rules), mode)(rng)
+
+
+@functools.lru_cache(maxsize=16)
+def _init_fn(cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh: Mesh,
+             rules: Rules, mode: str):
   _, shard = state_shardings(cfg, optimizer, mesh, rules, mode)
-  init = jax.jit(lambda rng: nn.unbox(_boxed_state(cfg, optimizer, rng)), out_shardings=shard)
-  return init(rng)
+
+  def init_state(rng):
+    return nn.unbox(_boxed_state(cfg, optimizer, rng))
+
+  return jax.jit(init_state, out_shardings=shard)
 
 
 def _hashable(rules: Rules) -> Rules:
@@ -106,13 +122,14 @@ def make_train_step(
     rules: Rules = sharding.RULES, mode: str = "fsdp", global_batch_size: int | None = None,
     grad_accum: int = 1,
 ):
-  """jit(state, batch) -> (state, metrics); the state argument is donated.
+  """jit(state, batch, lr) -> (state, metrics); the state argument is donated.
 
-  `batch`: {"inputs", "targets"[, "mask"]}, each BxL, as global arrays (or host arrays on a
-  single process). `mode`: "fsdp" (ZeRO-3) or "shard_grad_op" (ZeRO-2: parameters
-  replicated over `fsdp`, gradients and optimizer state sharded). `grad_accum` = k splits the
-  batch into k microbatches inside the one jitted step (a `lax.scan`), for batches that do not
-  fit: the update equals the full batch's up to float summation order.
+  `batch`: {"inputs", "targets"[, "mask"]}, each BxS, as global arrays (or host arrays on a
+  single process); `lr`: this step's learning rate, a float32 scalar (`np.float32`: a Python
+  float is weakly typed, another trace). `mode`: "fsdp" (ZeRO-3) or "shard_grad_op" (ZeRO-2:
+  parameters replicated over `fsdp`, gradients and optimizer state sharded). `grad_accum` = k
+  splits the batch into k microbatches inside the one jitted step (a `lax.scan`), for batches
+  that do not fit: the update equals the full batch's up to float summation order.
   """
   _, shard = state_shardings(cfg, optimizer, mesh, rules, mode)
   if global_batch_size is not None:
@@ -122,9 +139,17 @@ def make_train_step(
       raise UserError(
           f"batch: {global_batch_size} rows in {grad_accum} microbatches do not split evenly "
           f"over the {sharding.batch_divisor(mesh, rules)} data-parallel shards")
+  return _train_step(cfg, optimizer, mesh, _hashable(rules), mode, grad_accum)
+
+
+@functools.lru_cache(maxsize=16)
+def _train_step(cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh: Mesh,
+                rules: Rules, mode: str, grad_accum: int):
+  _, shard = state_shardings(cfg, optimizer, mesh, rules, mode)
   replicated = NamedSharding(mesh, PartitionSpec())
   batch_shard = sharding.batch_sharding(mesh, rules)
-  grad_shard = _grad_shardings(cfg, mesh, _hashable(rules))
+  grad_shard = _grad_shardings(cfg, mesh, rules)
+  tx = optax.with_extra_args_support(optimizer)
 
   def grads_of(params, batch):
     if grad_accum == 1:
@@ -147,17 +172,19 @@ def make_train_step(
     (g, loss_sum, tokens), _ = jax.lax.scan(body, (zeros, 0.0, 0.0), micro)
     return {"loss": loss_sum / tokens, "tokens": tokens}, jax.tree.map(lambda x: x / tokens, g)
 
-  def step(state: State, batch: dict[str, jax.Array]) -> tuple[State, dict[str, jax.Array]]:
+  def train_step(state: State, batch: dict[str, jax.Array], lr: jax.Array
+                 ) -> tuple[State, dict[str, jax.Array]]:
     metrics, grads = grads_of(state["params"], batch)
     # ZeRO-2: reduce-scatter the gradients onto the optimizer-state shards.
     grads = jax.lax.with_sharding_constraint(grads, grad_shard)
-    updates, opt_state = optimizer.update(grads, state["opt_state"], state["params"])
+    updates, opt_state = tx.update(grads, state["opt_state"], state["params"],
+                                   learning_rate=jnp.asarray(lr, jnp.float32))
     params = optax.apply_updates(state["params"], updates)
     metrics = {**metrics, "grad_norm": optax.tree.norm(grads)}
     return {"params": params, "opt_state": opt_state, "step": state["step"] + 1}, metrics
 
   return jax.jit(
-      step, in_shardings=(shard, batch_shard),
+      train_step, in_shardings=(shard, batch_shard, replicated),
       out_shardings=(shard, replicated), donate_argnums=0)
 
 
@@ -169,13 +196,19 @@ def make_eval_step(
 
   Sums, not means, so eval batches of any size add up to the exact token-weighted mean.
   """
+  return _eval_step(cfg, optimizer, mesh, _hashable(rules), mode)
+
+
+@functools.lru_cache(maxsize=16)
+def _eval_step(cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh: Mesh,
+               rules: Rules, mode: str):
   _, shard = state_shardings(cfg, optimizer, mesh, rules, mode)
   eval_cfg = dataclasses.replace(cfg, z_loss=0.0)
 
-  def step(params, batch):
+  def eval_step(params, batch):
     with jax.sharding.use_abstract_mesh(mesh.abstract_mesh), nn.logical_axis_rules(rules):
       _, m = decoder.loss_fn(eval_cfg, params, batch)
     return {"loss_sum": m["loss"] * m["tokens"], "tokens": m["tokens"]}
 
-  return jax.jit(step, in_shardings=(shard["params"], sharding.batch_sharding(mesh, rules)),
+  return jax.jit(eval_step, in_shardings=(shard["params"], sharding.batch_sharding(mesh, rules)),
                  out_shardings=NamedSharding(mesh, PartitionSpec()))

@@ -1,8 +1,9 @@
 """`chinchax models`: the shape recipe's table over a log grid of parameter counts.
 
-Each row: the target N, the recipe's shape, N in both conventions, and training FLOPs per
-token in both conventions (`6N` with N total, and Chinchilla's App. F count). A target the
-vocabulary makes unreachable is shown as such rather than stopping the table.
+Each row: the target N, the recipe's shape, N in both conventions, training FLOPs per token
+in both conventions (`6N` with N total, and Chinchilla's App. F count), then the proportions
+the recipe holds (`models/shapes.py`): head_dim, d_model / n_layers and d_ff / d_model. A
+target the vocabulary makes unreachable is shown as such rather than stopping the table.
 """
 
 import numpy as np
@@ -13,7 +14,7 @@ from chinchax.scaling.errors import UserError
 from chinchax.sweeps.cli import flags
 
 HEADER = ("N target", "d_model", "layers", "heads", "d_ff", "N total", "N non-emb",
-          "FLOPs/tok 6N", "FLOPs/tok chinchilla")
+          "FLOPs/tok 6N", "FLOPs/tok chinchilla", "head_dim", "d/L", "d_ff/d")
 
 
 def _parser() -> flags.ArgParser:
@@ -47,13 +48,14 @@ def rows(N_targets, *, vocab: int, seq_len: int, tied: bool,
       s = shape_for_params(N, vocab_size=vocab, seq_len=seq_len, tied=tied,
                            convention=convention)
     except UserError:
-      out.append((f"{N:.3g}", "unreachable for this vocab", "", "", "", "", "", "", ""))
+      out.append((f"{N:.3g}", "unreachable for this vocab") + ("",) * (len(HEADER) - 2))
       continue
     out.append((
         f"{N:.3g}", str(s.d_model), str(s.n_layers), str(s.n_heads), str(s.d_ff),
         f"{conventions.params(s, 'total'):,}", f"{conventions.params(s, 'non_embedding'):,}",
         f"{conventions.flops_per_token(s, '6ND'):.4g}",
-        f"{conventions.flops_per_token(s, 'chinchilla'):.4g}"))
+        f"{conventions.flops_per_token(s, 'chinchilla'):.4g}", str(s.head_dim),
+        f"{s.d_model / s.n_layers:.1f}", f"{s.d_ff / s.d_model:.2f}"))
   return out
 
 

@@ -13,7 +13,7 @@ its TPU slice and checked against its HBM (sweeps/readiness.py). The library fun
 import os
 
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import executors, lock, readiness, spec as spec_lib, sweep
+from chinchax.sweeps import compile_cache, executors, lock, readiness, spec as spec_lib, sweep
 from chinchax.sweeps.cli import flags
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "smoke.py")
@@ -28,6 +28,7 @@ def main(argv: list[str]) -> int:
     return readiness.dry_run(spec, checks)
   if checks != readiness.Options():
     raise UserError("--compile, --json and --headroom go with --dry-run")
+  compile_cache.enable()
   sweep.initialize_distributed()
   with lock.hold(f.workdir, "chinchax sweep"):  # two sweeps on one workdir corrupt it
     result = sweep.sweep(f.config, f.workdir, quiet=f.quiet)

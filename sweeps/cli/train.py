@@ -15,7 +15,7 @@ import os
 import sys
 
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import describe, job, lock
+from chinchax.sweeps import compile_cache, describe, job, lock
 from chinchax.sweeps.cli import flags
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "train.py")
@@ -28,6 +28,7 @@ def main(argv: list[str]) -> int:
     return 0
   if not f.workdir:
     raise UserError("--workdir is required: the folder for checkpoints, metrics and result.json")
+  compile_cache.enable()
   with lock.hold(f.workdir, "chinchax train"):  # two trainers on one workdir corrupt it
     outcome = job.train(f.config, f.workdir, quiet=f.quiet)
   if outcome.status == "stopped":

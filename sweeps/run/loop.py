@@ -77,25 +77,31 @@ def steps(s: setup_lib.Setup, stop, log) -> End:
                                                             s.model.opt_cfg.warmup_steps)
   train_loss, losses = s.train_loss, list(s.losses)
   end = lambda **kw: End(state, step, train_loss, clock.train_s, tuple(losses), **kw)
+  loop_start = s.clock.mark()
   while step < s.total_steps:
     for h in s.hooks:
       h.before_step(step)
-    state, m = train_step(state, s.batches.batch(step))
+    with s.clock("data"):
+      batch = s.batches.batch(step)
+    state, m = train_step(state, batch, s.model.lr[step])
     step += 1
 
     if step % c.log_every == 0 or step == s.total_steps:
       train_loss = float(m["loss"])  # the only host sync in the loop
       failure = log_step(s, step, m, train_loss, clock, guard, log)
       if failure:
+        s.clock.rest("step", loop_start)
         return end(failure=failure)  # not checkpointed: the last good state stays the latest
 
     if step % c.eval_every == 0 and step < s.total_steps:
       jax.block_until_ready(state["params"])  # the steps before the eval count as training
       t_eval = time.time()
-      losses.append(evaluate(s, step, state["params"]))
+      with s.clock("eval"):
+        losses.append(evaluate(s, step, state["params"]))
       reasons = [h.after_eval(step, state, losses) for h in s.hooks]
       if any(reasons):
         log(next(r for r in reasons if r))
+        s.clock.rest("step", loop_start)
         return end(stopped_early=step)
       clock.pause(time.time() - t_eval)  # eval time is not training throughput
 
@@ -103,7 +109,9 @@ def steps(s: setup_lib.Setup, stop, log) -> End:
       h.after_step(step, state)
     s.save(step, state)
     if stop:
+      s.clock.rest("step", loop_start)
       return end(stopped_by=stop.reason)
+  s.clock.rest("step", loop_start)  # the loop's time outside data, eval and checkpoints
   return end()
 
 
@@ -113,7 +121,9 @@ def compiled(s: setup_lib.Setup, state, step: int, log):
   if step >= s.total_steps or not s.batches.fixed_shape:
     return s.model.train_step
   t = time.time()
-  train_step = s.model.train_step.lower(state, s.batches.batch(step)).compile()
+  with s.clock("compile"):
+    train_step = s.model.train_step.lower(state, s.batches.batch(step),
+                                          s.model.lr[step]).compile()
   log(f"compiled the train step in {time.time() - t:.1f} s; {s.total_steps} steps of "
       f"{s.c.batch_size} x {s.c.seq_len} tokens, "
       f"N={conventions.params(s.model.cfg.shape) / 1e6:.2f}M")
@@ -131,7 +141,7 @@ def log_step(s: setup_lib.Setup, step: int, m, train_loss: float, clock: "Clock"
     fields.update(h.log_fields(step))
   s.writer.write(
       step, tokens=tokens, flops=tokens * s.flops_per_token, train_loss=train_loss,
-      lr=float(s.model.lr(step - 1)), grad_norm=float(m["grad_norm"]), tokens_per_s=tok_s,
+      lr=float(s.model.lr[step - 1]), grad_norm=float(m["grad_norm"]), tokens_per_s=tok_s,
       mfu=s.mfu(tok_s), epoch=tokens / s.inputs.ds.unique_tokens, **fields)
   left = (s.total_steps - step) * s.tokens_per_step / max(tok_s, 1e-9)
   log(f"step {step}/{s.total_steps} | loss {train_loss:.4f} | {tok_s / 1e3:.1f}k tok/s | "
@@ -164,7 +174,8 @@ def finish(s: setup_lib.Setup, end: End, t_start: float, log) -> dict:
   s.ckpt.close()
   eval_loss = float("nan")
   if not end.failure:
-    eval_loss = evaluate(s, end.step, end.state["params"])
+    with s.clock("eval"):
+      eval_loss = evaluate(s, end.step, end.state["params"])
     for h in s.hooks:
       h.after_final_eval(end.step, end.state, list(end.losses) + [eval_loss])
   for h in s.hooks:

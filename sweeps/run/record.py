@@ -33,5 +33,5 @@ def make(s, end, eval_loss: float, wall_s: float) -> dict:
                "compute_dtype": model.cfg.compute_dtype},
       unique_tokens=s.inputs.ds.unique_tokens, epochs=s.epochs, tokens_per_s=tok_s,
       mfu=s.mfu(tok_s),
-      wall_s=wall_s, devices=model.mesh.size, mesh=dict(model.mesh.shape),
+      wall_s=wall_s, time_s=s.clock.seconds(wall_s), devices=model.mesh.size, mesh=dict(model.mesh.shape),
       hardware=hardware.record(model.mesh), **fields)

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import jax
 import ml_collections
+import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding
 
@@ -23,7 +24,7 @@ from chinchax.models import sharding
 from chinchax.models.config import ModelConfig
 from chinchax.scaling import atomic, conventions
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import checkpoint, data, hardware, metrics, optimizer
+from chinchax.sweeps import checkpoint, data, hardware, metrics, optimizer, timing
 from chinchax.sweeps import step as step_lib
 from chinchax.sweeps.run import config as run_config
 from chinchax.sweeps.run import hooks as hooks_lib
@@ -36,7 +37,7 @@ class Model:
 
   cfg: ModelConfig
   opt_cfg: optimizer.OptimizerConfig
-  lr: optax.Schedule
+  lr: np.ndarray              # lr_t for t = 0 .. total_steps: an argument of the step
   tx: optax.GradientTransformation
   mesh: Mesh
   batch_sharding: NamedSharding
@@ -50,11 +51,15 @@ def make_mesh(c: ml_collections.ConfigDict, devices=None) -> Mesh:
 
 
 def make_model(c: ml_collections.ConfigDict, model_cfg: ModelConfig, mesh: Mesh) -> Model:
-  """The optimizer (its schedule over the run's planned steps) and the jitted steps."""
+  """The optimizer, its learning rates over the run's planned steps, and the jitted steps.
+
+  The schedule stays out of the compiled step (sweeps/optimizer.py), so every run of one shape
+  and batch shares one compile (the step functions are memoised on what they depend on).
+  """
   rules, mode = sharding.RULES, c.sharding
   opt_cfg = run_config.optimizer_config(c)
-  lr = optimizer.schedule(opt_cfg, run_config.planned_steps(c))
-  tx = optimizer.make(opt_cfg, lr)
+  lr = optimizer.lr_table(opt_cfg, run_config.planned_steps(c))
+  tx = optimizer.make(opt_cfg)
   abstract, _ = step_lib.state_shardings(model_cfg, tx, mesh, rules, mode)
   train_step = step_lib.make_train_step(model_cfg, tx, mesh, rules, mode,
                                         global_batch_size=c.batch_size, grad_accum=c.grad_accum)
@@ -85,12 +90,14 @@ class Setup:
   hooks: tuple[hooks_lib.Hook, ...]
   losses: tuple[float, ...]   # eval losses logged up to `step`
   train_loss: float           # the last one logged up to `step` (nan: none)
+  clock: timing.Clock         # seconds per phase, for the record's time_s
 
   def save(self, step: int, state, force: bool = False) -> None:
     # After each save the metrics are flushed: a resume drops the rows past its step, so
     # none up to it may be missing from metrics.jsonl (remote workdirs flush lazily).
-    if self.ckpt.maybe_save(step, state, force=force):
-      self.writer.flush()
+    with self.clock("checkpoint"):
+      if self.ckpt.maybe_save(step, state, force=force):
+        self.writer.flush()
 
   def mfu(self, tok_s: float | None) -> float | None:
     """Model FLOPs utilisation at `tok_s` tokens/s (None on CPU, which has no fair peak)."""
@@ -123,7 +130,9 @@ def build(c: ml_collections.ConfigDict, workdir: str, *, devices=None, checkpoin
         f"{epochs:.1f} times; repeats beyond ~4 epochs are worth much less than fresh data")
   model = make_model(c, model_cfg, mesh)
 
-  ckpt, state, step, init_step = _restore(c, workdir, model, checkpoint_lock, log)
+  clock = timing.Clock()
+  with clock("init"):
+    ckpt, state, step, init_step = _restore(c, workdir, model, checkpoint_lock, log)
   inputs.resume(step)
   writer = metrics.MetricsWriter(workdir, resume_step=step)
   rows = metrics.read(writer.path)
@@ -138,7 +147,7 @@ def build(c: ml_collections.ConfigDict, workdir: str, *, devices=None, checkpoin
       writer=writer, hooks=hooks,
       losses=tuple(r["eval_loss"] for r in rows
                    if r.get("eval_loss") is not None and 0 < r["step"] <= step),
-      train_loss=logged[-1] if logged else float("nan"))
+      train_loss=logged[-1] if logged else float("nan"), clock=clock)
 
 
 def _restore(c, workdir: str, model: Model, lock, log):

@@ -72,7 +72,8 @@ def steps(mesh, opt: optax.GradientTransformation, init: dict, b: dict) -> dict:
     fn = step_lib.make_train_step(CFG, opt, mesh, global_batch_size=b["inputs"].shape[0],
                                   grad_accum=k)
     state = jax.device_put(host, shard)
-    state, metrics = fn.lower(state, b).compile(compiler_options=FAST)(state, b)
+    lr = np.float32(0.0)  # the step's learning rate argument: OPT has its own constant LR
+    state, metrics = fn.lower(state, b, lr).compile(compiler_options=FAST)(state, b, lr)
     out[k] = jax.device_get(state), jax.device_get(metrics)
   return out
 

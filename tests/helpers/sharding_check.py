@@ -49,7 +49,7 @@ def run(state, step_fn, batches):
   """(losses, mu after step 1, params after all steps) as host arrays."""
   losses, mu1 = [], None
   for i, b in enumerate(batches):
-    state, metrics = step_fn(state, b)
+    state, metrics = step_fn(state, b, np.float32(0.0))  # OPT's own LR; the argument is unused
     losses.append(float(metrics["loss"]))
     if i == 0:
       mu1 = jax.device_get(state["opt_state"][0].mu)

@@ -1,5 +1,7 @@
 """The decoder: exact parameter accounting, a float64 reference forward pass, the loss."""
 
+import dataclasses
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -110,6 +112,28 @@ def test_forward_matches_float64_reference(tiny, tied):
   np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
 
 
+@pytest.mark.parametrize("attn_block", [0, 8, 12])
+def test_blocked_causal_attention_matches_float64_reference(tiny, attn_block):
+  """Query blocks of 8 (4 blocks), 12 (12, 12, 8) and none: the same function as the maths."""
+  cfg, p, _ = tiny
+  cfg = dataclasses.replace(cfg, attn_block=attn_block)
+  assert cfg.attention_block == attn_block
+  tokens = np.random.default_rng(3).integers(0, 256, (2, 32)).astype(np.int32)
+  got = np.asarray(_apply(cfg, p)({"params": p}, tokens))
+  np.testing.assert_allclose(got, _reference_logits(p, tokens, cfg.shape, cfg.rope_base),
+                             rtol=2e-4, atol=2e-4)
+
+
+def test_scanned_and_unrolled_layers_compute_the_same_function(tiny):
+  """The same stacked parameters give the same logits whether the layers loop or unroll."""
+  cfg, p, apply = tiny
+  assert cfg.shape.n_layers <= cfg.unroll_layers  # the fixture's model is unrolled
+  scanned = dataclasses.replace(cfg, unroll_layers=0)
+  tokens = np.random.default_rng(2).integers(0, 256, (2, 32)).astype(np.int32)
+  np.testing.assert_allclose(np.asarray(_apply(scanned, p)({"params": p}, tokens)),
+                             np.asarray(apply({"params": p}, tokens)), rtol=1e-5, atol=1e-5)
+
+
 def test_bfloat16_compute_close_to_float32_and_params_stay_float32(tiny):
   _, p32, apply32 = tiny
   assert {x.dtype for x in jax.tree.leaves(p32)} == {jnp.dtype(jnp.float32)}
@@ -180,28 +204,32 @@ def test_bad_config_is_refused_with_one_line(kwargs, match):
   assert "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("shape", [
-    Shape(128, 2, 2, 384, 256, 256),
-    Shape(256, 1, 4, 704, 1024, 128, tied=True),
-    Shape(512, 3, 8, 1408, 512, 512),
+@pytest.mark.parametrize("shape, unroll_layers", [
+    (Shape(128, 2, 2, 384, 256, 256), 8),
+    (Shape(256, 1, 4, 704, 1024, 128, tied=True), 8),
+    (Shape(512, 3, 8, 1408, 512, 512), 8),
+    (Shape(512, 3, 8, 1408, 512, 512), 0),
 ])
-def test_analytic_forward_flops_match_xla_cost_analysis(shape):
+def test_analytic_forward_flops_match_xla_cost_analysis(shape, unroll_layers):
   """`chinchilla_forward_terms` against XLA's count of the compiled forward pass (batch 1).
 
   Like with like: XLA's embedding lookup is a gather (no FLOPs), so the one-hot `embeddings`
-  term is left out; XLA's HloCostAnalysis counts a while-loop body once, not once per trip,
-  so the scanned stack contributes one layer: the comparison is final_logits + (layer
-  terms) / L. XLA also counts elementwise work (norms, rotary, SiLU, the causal mask's
-  select, softmax) at ~1 FLOP per element; the paper's `attn_softmax` (3·h·S²) stands in for
-  it, and the rest is O(d) per token against O(d²) matmuls: ~1% at these shapes.
+  term is left out; unrolled layers are counted each, but XLA's HloCostAnalysis counts a
+  while-loop body once, not once per trip, so a scanned stack (unroll_layers=0) contributes
+  one layer: the comparison is then final_logits + (layer terms) / L. XLA also counts
+  elementwise work (norms, rotary, SiLU, the causal mask's select, softmax) at ~1 FLOP per
+  element; the paper's `attn_softmax` (3·h·S²) stands in for it, and the rest is O(d) per
+  token against O(d²) matmuls: ~1% at these shapes. The paper counts the whole S x S score
+  matrix, so the CPU's blocked attention (which skips the masked triangle) is off here.
   """
-  cfg = ModelConfig(shape, compute_dtype="float32")
+  cfg = ModelConfig(shape, compute_dtype="float32", unroll_layers=unroll_layers, attn_block=0)
   params = jax.eval_shape(lambda: nn.unbox(decoder.init_params(cfg, jax.random.key(0))))
   tokens = jax.ShapeDtypeStruct((1, shape.seq_len), jnp.int32)
   compiled = jax.jit(decoder.Decoder(cfg).apply).lower({"params": params}, tokens).compile()
   cost = compiled.cost_analysis()
   xla = (cost[0] if isinstance(cost, list) else cost)["flops"]
   terms = conventions.chinchilla_forward_terms(shape)
-  per_layer = sum(v for k, v in terms.items() if k not in ("embeddings", "final_logits"))
-  analytic = terms["final_logits"] + per_layer / shape.n_layers
+  layers = sum(v for k, v in terms.items() if k not in ("embeddings", "final_logits"))
+  scanned = shape.n_layers > unroll_layers
+  analytic = terms["final_logits"] + (layers / shape.n_layers if scanned else layers)
   assert xla == pytest.approx(analytic, rel=0.05)
