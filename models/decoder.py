@@ -192,13 +192,15 @@ class Decoder(nn.Module):
     x_BxSxD = embed(tokens_BxS)
     x_BxSxD = nn.with_logical_constraint(x_BxSxD, ("act_batch", "act_len", "act_embed"))
 
-    block = Block
-    if cfg.remat != "none":
-      # prevent_cse=False is safe (and faster) inside scan, which already blocks CSE.
-      block = nn.remat(Block, policy=REMAT_POLICIES[cfg.remat], prevent_cse=False)
     # Shallow models are unrolled: a scanned loop stacks every layer's residuals into
     # zero-initialised LxBx... buffers, which on CPU costs more than the layers' own work.
     unroll = s.n_layers if s.n_layers <= cfg.unroll_layers else 1
+    block = Block
+    if cfg.remat != "none":
+      # A rolled scan already keeps XLA from merging the recomputation back into the forward
+      # pass (prevent_cse=False is then safe and faster); unrolled layers are straight-line
+      # code, where only prevent_cse keeps the remat from being undone.
+      block = nn.remat(Block, policy=REMAT_POLICIES[cfg.remat], prevent_cse=unroll > 1)
     layers = nn.scan(
         block, variable_axes={"params": 0}, split_rngs={"params": True},
         length=s.n_layers, unroll=unroll, metadata_params={nn.PARTITION_NAME: "layers"})

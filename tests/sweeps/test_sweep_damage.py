@@ -41,7 +41,7 @@ def _copy(reference, name):
 
 
 def _untimed(record):
-  return {k: v for k, v in record.items() if k not in ("wall_s", "tokens_per_s", "mfu")}
+  return {k: v for k, v in record.items() if k not in ("wall_s", "time_s", "tokens_per_s", "mfu")}
 
 
 def _runs(wd):
