@@ -25,14 +25,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("chinchax.sweeps.cli.report", "rebuild a sweep workdir's report.md"),
 }
 
-USAGE = "usage: chinchax COMMAND [ARGS...]\n\ncommands:\n" + "\n".join(
-    f"  {name:<8} {doc}" for name, (_, doc) in COMMANDS.items())
+USAGE = "usage: chinchax COMMAND [ARGS...]  (chinchax COMMAND --help for its flags)\n\ncommands:\n" + "\n".join(
+    f"  {name:<9} {doc}" for name, (_, doc) in COMMANDS.items()) + "\n  --version print chinchax's version"
+
+
+def version() -> str:
+  import chinchax  # pylint: disable=g-import-not-at-top
+  return f"chinchax {chinchax.__version__}"
 
 
 def run(argv: list[str]) -> int:
   if not argv or argv[0] in ("-h", "--help", "help"):
     print(USAGE)
     return 0 if argv else 2
+  if argv[0] in ("--version", "-V", "version"):
+    print(version())
+    return 0
   name, rest = argv[0], argv[1:]
   if name not in COMMANDS:
     print(f"chinchax: unknown command {name!r}; one of: {', '.join(COMMANDS)}", file=sys.stderr)

@@ -1,7 +1,8 @@
 """`chinchax sweep`: train a sweep grid (resumable), fit it, write report.md.
 
-    chinchax sweep [--config=PATH[:ARG]] [--config.KEY=VALUE ...] [--workdir=DIR]
+    chinchax sweep [--config=NAME|PATH[:ARG]] [--config.KEY=VALUE ...] [--workdir=DIR]
                    [--dry-run [--compile[=TARGET]] [--json] [--headroom=F]]
+                   [--quiet] [--verbose] [--list-configs]
 
 With no arguments: the built-in smoke sweep (sweeps/configs/smoke.py) in ./runs/smoke. With
 --dry-run: the grid, each cell's estimated time and the refusals, from the config alone (no
@@ -21,7 +22,8 @@ DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "confi
 
 def main(argv: list[str]) -> int:
   argv, checks = readiness.split_flags(argv)  # --compile, --json, --headroom
-  f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG, sweep.DEFAULT_WORKDIR)
+  f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG, sweep.DEFAULT_WORKDIR,
+                               doc=__doc__)
   if f.dry_run:
     spec = spec_lib.resolve(f.config, f.workdir)
     executors.check(spec.executor)

@@ -1,7 +1,7 @@
 """`chinchax train`: train one model (one sweep cell) end to end.
 
-    chinchax train --config=sweeps/configs/train.py[:ARG] --workdir=DIR [--config.KEY=VALUE]
-                   [--dry-run] [--quiet]
+    chinchax train [--config=NAME|PATH[:ARG]] --workdir=DIR [--config.KEY=VALUE ...]
+                   [--dry-run] [--quiet] [--verbose]
 
 Rerun the same command to resume a stopped run; a finished one is not trained again. A config
 with `wsd.branches` trains a WSD run and its cooldown branches (sweeps/wsd.py). With
@@ -22,7 +22,7 @@ DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "confi
 
 
 def main(argv: list[str]) -> int:
-  f = flags.parse_config_flags(argv, "chinchax train", DEFAULT_CONFIG)
+  f = flags.parse_config_flags(argv, "chinchax train", DEFAULT_CONFIG, doc=__doc__)
   if f.dry_run:
     print(describe.describe(f.config))
     return 0
