@@ -3,7 +3,8 @@
 Subcommands are imported lazily so that `chinchax plan` never pays for importing jax.
 Every subcommand is a small module `main(argv: list[str]) -> int` that parses its flags
 (cli/flags.py), calls a library function and prints. A `UserError` becomes one line on stderr
-and exit status 2; anything else is a bug and keeps its traceback.
+and exit status 2; Ctrl-C is exit status 130 with the resume hint; anything else is a bug and
+keeps its traceback.
 """
 
 import importlib
@@ -53,6 +54,9 @@ def run(argv: list[str]) -> int:
   except UserError as e:
     print(f"chinchax {name}: error: {e}", file=sys.stderr)
     return 2
+  except KeyboardInterrupt:  # Ctrl-C before a run's stop flag was installed
+    print(f"\nchinchax {name}: interrupted; rerun the same command to resume", file=sys.stderr)
+    return 130
   except BrokenPipeError:
     # `chinchax plan | head`: the reader left; point stdout at devnull so the exit is quiet.
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

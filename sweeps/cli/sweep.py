@@ -14,7 +14,8 @@ its TPU slice and checked against its HBM (sweeps/readiness.py). The library fun
 import os
 
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import compile_cache, executors, lock, readiness, spec as spec_lib, sweep
+from chinchax.sweeps import compile_cache, console, executors, lock, readiness, spec as spec_lib
+from chinchax.sweeps import sweep
 from chinchax.sweeps.cli import flags
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "smoke.py")
@@ -30,10 +31,12 @@ def main(argv: list[str]) -> int:
     return readiness.dry_run(spec, checks)
   if checks != readiness.Options():
     raise UserError("--compile, --json and --headroom go with --dry-run")
+  console.quiet_libraries(f.verbose)
+  console.guard_stdout()
   compile_cache.enable()
   sweep.initialize_distributed()
   with lock.hold(f.workdir, "chinchax sweep"):  # two sweeps on one workdir corrupt it
-    result = sweep.sweep(f.config, f.workdir, quiet=f.quiet)
+    result = sweep.sweep(f.config, f.workdir, quiet=f.quiet, verbose=f.verbose)
   if result.status == "stopped":
-    return 143
+    return flags.stopped("chinchax sweep", result.stopped_by)
   return 1 if result.fit_error else 0
