@@ -9,6 +9,7 @@
   stops as for a signal (reason SIGPIPE: checkpointed, rerun to resume).
 """
 
+import contextlib
 import io
 import logging
 import os
@@ -47,19 +48,30 @@ class _Once(logging.Filter):
 ONCE = _Once()
 
 
-def quiet_libraries(verbose: bool = False) -> None:
+# absl.logging (absl itself, orbax, TFDS) logs to the "absl" logger; a logger's filter sees
+# what is logged to it, not to its children, hence the list.
+LOGGERS = ("absl", "jax", "orbax", "grain", "tensorflow_datasets")
+
+
+@contextlib.contextmanager
+def quiet_libraries(verbose: bool = False):
+  """For the length of a command (undone after, for in-process callers such as tests)."""
   global QUIET
   if verbose:
+    yield
     return
   QUIET = True
-  warnings.filterwarnings("ignore", category=DeprecationWarning)
-  from absl import logging as absl_logging  # pylint: disable=g-import-not-at-top
-  absl_logging.set_verbosity(absl_logging.WARNING)
-  # Records propagate to the root's handlers (absl's among them), which the filter must sit on:
-  # a logger's own filters miss what its children log.
-  for handler in logging.getLogger().handlers + [logging.lastResort]:
-    if handler is not None and ONCE not in handler.filters:
-      handler.addFilter(ONCE)
+  loggers = [logging.getLogger(n) for n in LOGGERS]
+  for logger in loggers:
+    logger.addFilter(ONCE)
+  try:
+    with warnings.catch_warnings():
+      warnings.filterwarnings("ignore", category=DeprecationWarning)
+      yield
+  finally:
+    QUIET = False
+    for logger in loggers:
+      logger.removeFilter(ONCE)
 
 
 class _PipeSafe(io.TextIOBase):
@@ -111,8 +123,15 @@ def _stop() -> None:
   checkpoint.request_stop("SIGPIPE")
 
 
-def guard_stdout() -> _PipeSafe:
-  """Replaces sys.stdout by a broken-pipe-safe wrapper (idempotent); returns it."""
-  if not isinstance(sys.stdout, _PipeSafe):
-    sys.stdout = _PipeSafe(sys.stdout)
-  return sys.stdout
+@contextlib.contextmanager
+def guard_stdout():
+  """sys.stdout broken-pipe-safe for the length of a command."""
+  if isinstance(sys.stdout, _PipeSafe):
+    yield sys.stdout
+    return
+  original = sys.stdout
+  sys.stdout = _PipeSafe(original)
+  try:
+    yield sys.stdout
+  finally:
+    sys.stdout = original

@@ -50,8 +50,9 @@ def train(config: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: 
   A config with `wsd.branches` is a WSD run (sweeps/wsd.py): its records are its branches'.
   `stop`, `devices`, `checkpoint_lock`, `progress`: see `chinchax.sweeps.run.loop.train`.
   """
-  run_args = dict(stop=stop, quiet=quiet, devices=devices, checkpoint_lock=checkpoint_lock,
-                  progress=progress)
+  run_args = dict(stop=stop, quiet=quiet, devices=devices, checkpoint_lock=checkpoint_lock)
+  if progress is not None:  # only then: stand-ins for loop.train need not know it
+    run_args["progress"] = progress
   if wsd.is_wsd(config):
     result = wsd.train_wsd(config, workdir, **run_args)
     status, records = result.status, result.records

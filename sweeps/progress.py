@@ -80,8 +80,9 @@ class SweepProgress:
       rate = f" | {_rate(self.tok_s[name])}" if name in self.tok_s else ""
       left = len(self.names) - len(self.done)
       eta = f" | sweep ETA {clock_text(self.eta_s())}" if left else ""
+      sep = ", " if status == "done" else ": "
       line = (f"[{len(self.done)}/{len(self.names)}] {name}: {status}"
-              f"{', ' + detail if detail else ''}{rate} | "
+              f"{sep + detail if detail else ''}{rate} | "
               f"{clock_text(self.clock() - self.t0)} elapsed{eta}")
       print(line, file=self.stream, flush=True)
       return line

@@ -93,9 +93,9 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
 
   `config`: a sweep config (`grid.base_config`, e.g. `sweeps/configs/smoke.py`'s). `stop`: a
   flag object (`checkpoint.StopFlag`); without one, SIGTERM and SIGINT stop the sweep while it
-  runs (finished cells are kept: rerun to resume). The console: one progress line per cell
-  (sweeps/progress.py; in place on a terminal); `verbose` adds each run's step lines, `quiet`
-  prints no progress.
+  runs (finished cells are kept: rerun to resume). The console: one line per cell
+  (sweeps/progress.py), with a bar in place on a terminal unless `quiet`; `verbose` adds each
+  run's step lines.
   """
   spec = spec_lib.resolve(config, workdir)
   executors.check(spec.executor)
@@ -118,7 +118,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   say(f"{len(todo)} of {len(spec.jobs)} cells to train with executor={spec.executor.kind!r}")
 
   failed = []
-  progress = _progress(spec, todo) if lead and not quiet else None
+  progress = _progress(spec, todo, live=False if quiet else None) if lead else None
 
   def on_result(job: Job, outcome: Outcome) -> None:
     if outcome.status == "done":
@@ -158,14 +158,14 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   return Result("done", tuple(failed), fit_error, path)
 
 
-def _progress(spec: spec_lib.Spec, todo: list[Job]) -> progress_lib.SweepProgress:
+def _progress(spec: spec_lib.Spec, todo: list[Job], live) -> progress_lib.SweepProgress:
   """The progress lines of `todo`, its ETA seeded with the dry run's estimate of each cell."""
   time_of, _ = estimate.time_model(spec.executor)
   cells = {c.name: time_of(c) for c in spec.cells}
   known = [cells[j.name] for j in todo if j.name in cells]
   default = sum(known) / len(known) if known else 1.0  # a WSD job: the mean cell
   return progress_lib.SweepProgress([j.name for j in todo],
-                                    [cells.get(j.name, default) for j in todo])
+                                    [cells.get(j.name, default) for j in todo], live=live)
 
 
 def _skip_done(jobs, say) -> list[Job]:

@@ -16,7 +16,7 @@ FLAGS = (
     ("--config.KEY=VALUE", "override one key of the config (keys below)"),
     ("--workdir=DIR", "the run folder, local or gs://"),
     ("--dry-run", "print the plan from the config alone: no data opened, no file written"),
-    ("--quiet", "no progress lines"),
+    ("--quiet", "no step lines or bars: one line per sweep cell"),
     ("--verbose", "show the libraries' warnings and the per-step lines"),
     ("--list-configs", "list the named configs and exit"),
     ("-h, --help", "this help (with --config=X: X's keys)"),

@@ -31,11 +31,10 @@ def main(argv: list[str]) -> int:
     return readiness.dry_run(spec, checks)
   if checks != readiness.Options():
     raise UserError("--compile, --json and --headroom go with --dry-run")
-  console.quiet_libraries(f.verbose)
-  console.guard_stdout()
   compile_cache.enable()
   sweep.initialize_distributed()
-  with lock.hold(f.workdir, "chinchax sweep"):  # two sweeps on one workdir corrupt it
+  with console.guard_stdout(), console.quiet_libraries(f.verbose), \
+      lock.hold(f.workdir, "chinchax sweep"):  # two sweeps on one workdir corrupt it
     result = sweep.sweep(f.config, f.workdir, quiet=f.quiet, verbose=f.verbose)
   if result.status == "stopped":
     return flags.stopped("chinchax sweep", result.stopped_by)

@@ -29,10 +29,9 @@ def main(argv: list[str]) -> int:
     return 0
   if not f.workdir:
     raise UserError("--workdir is required: the folder for checkpoints, metrics and result.json")
-  console.quiet_libraries(f.verbose)
-  console.guard_stdout()
   compile_cache.enable()
-  with lock.hold(f.workdir, "chinchax train"):  # two trainers on one workdir corrupt it
+  with console.guard_stdout(), console.quiet_libraries(f.verbose), \
+      lock.hold(f.workdir, "chinchax train"):  # two trainers on one workdir corrupt it
     outcome = job.train(f.config, f.workdir, quiet=f.quiet)
   if outcome.status == "stopped":
     return flags.stopped("chinchax train", outcome.reason)
