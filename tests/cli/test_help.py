@@ -124,3 +124,19 @@ def test_installed_names_and_dry_runs_from_outside_the_checkout(tmp_path):
     out[argv[0]] = p.stdout
   assert "C1e17-N8.84e6" in out["sweep"] and "35 cells" in out["sweep"]
   assert "391 steps" in out["train"]
+
+
+def test_convention_flags_are_named_as_in_fit(capsys, tmp_path):
+  rc, out, err = run(capsys, "models", "--max=1e7", "--params-convention=non_embedding")
+  assert rc == 0 and "targets count non_embedding parameters" in out and err == ""
+  rc, old, err = run(capsys, "models", "--max=1e7", "--convention=non_embedding")
+  assert rc == 0 and old == out  # the old spelling still works, with one line of note
+  assert err.strip() == "chinchax models: --convention is now --params-convention"
+  rc, _, err = run(capsys, "plan", "--preset=hoffmann2022", "--flops=1e21",
+                   "--flops-convention=chinchilla")
+  assert rc == 2 and "counts flops as '6ND'" in err and len(err.strip().splitlines()) == 1
+  rc, out, _ = run(capsys, "plan", "--preset=hoffmann2022", "--flops=1e21",
+                   "--flops-convention=6ND", "--params-convention=total")
+  assert rc == 0 and "parameters N*" in out
+  rc, _, err = run(capsys, "fit", "x.csv", "--flops=6ND")
+  assert rc == 2 and "--flops-convention" in err  # --flops is a budget, in plan
