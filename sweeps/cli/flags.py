@@ -87,19 +87,6 @@ def parse_config_flags(argv: list[str], prog: str, default_config: str,
   return ConfigFlags(config, fv.workdir, fv.dry_run, fv.quiet, verbose)
 
 
-# A stopped run's exit status: 128 + the signal's number, as a shell reports a killed process.
-STOP_STATUS = {"SIGINT": 130, "SIGPIPE": 141, "SIGTERM": 143}
-
-
-def stopped(prog: str, reason: str | None) -> int:
-  """The resume hint on stderr; the exit status of a run stopped by `reason`."""
-  why = {"SIGINT": "Ctrl-C", "SIGPIPE": "stdout's reader left (broken pipe)"}.get(
-      reason or "", reason or "a signal")
-  print(f"{prog}: stopped by {why}; finished work is recorded and the running one "
-        "checkpointed: rerun the same command to resume", file=sys.stderr, flush=True)
-  return STOP_STATUS.get(reason or "", 143)
-
-
 def _flag_error(e: Exception, argv: list[str]) -> str:
   """One line for a bad flag: the offending flag and the innermost cause."""
   if isinstance(e, (KeyError, AttributeError)) and e.args:

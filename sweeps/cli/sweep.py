@@ -16,7 +16,7 @@ import os
 from chinchax.scaling.errors import UserError
 from chinchax.sweeps import compile_cache, console, executors, lock, readiness, spec as spec_lib
 from chinchax.sweeps import sweep
-from chinchax.sweeps.cli import flags
+from chinchax.sweeps.cli import exit_status, flags
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "smoke.py")
 
@@ -37,5 +37,5 @@ def main(argv: list[str]) -> int:
       lock.hold(f.workdir, "chinchax sweep"):  # two sweeps on one workdir corrupt it
     result = sweep.sweep(f.config, f.workdir, quiet=f.quiet, verbose=f.verbose)
   if result.status == "stopped":
-    return flags.stopped("chinchax sweep", result.stopped_by)
+    return exit_status.stopped("chinchax sweep", result.stopped_by)
   return 1 if result.fit_error else 0

@@ -17,7 +17,7 @@ import sys
 
 from chinchax.scaling.errors import UserError
 from chinchax.sweeps import compile_cache, console, describe, job, lock
-from chinchax.sweeps.cli import flags
+from chinchax.sweeps.cli import exit_status, flags
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "train.py")
 
@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
       lock.hold(f.workdir, "chinchax train"):  # two trainers on one workdir corrupt it
     outcome = job.train(f.config, f.workdir, quiet=f.quiet)
   if outcome.status == "stopped":
-    return flags.stopped("chinchax train", outcome.reason)
+    return exit_status.stopped("chinchax train", outcome.reason)
   if outcome.status == "failed":
     print(json.dumps({"status": "failed", "reason": outcome.reason}), file=sys.stderr)
     return 1

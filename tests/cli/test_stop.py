@@ -11,17 +11,17 @@ import time
 import pytest
 
 from chinchax.sweeps import cli
-from chinchax.sweeps.cli import flags
+from chinchax.sweeps.cli import exit_status
 from tests.helpers import sweep_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_stopped_status_per_reason(capsys):
-  assert flags.stopped("chinchax sweep", "SIGINT") == 130
+  assert exit_status.stopped("chinchax sweep", "SIGINT") == 130
   assert "stopped by Ctrl-C" in capsys.readouterr().err
-  assert flags.stopped("chinchax sweep", "SIGTERM") == 143
-  assert flags.stopped("chinchax train", "SIGPIPE") == 141
+  assert exit_status.stopped("chinchax sweep", "SIGTERM") == 143
+  assert exit_status.stopped("chinchax train", "SIGPIPE") == 141
   err = capsys.readouterr().err
   assert "broken pipe" in err and err.count("rerun the same command to resume") == 2
 
