@@ -130,6 +130,10 @@ def build(argv: Sequence[str]) -> tuple[steps.Plan, bool]:
                       "--max-restarts >= 0")
     if args.config and os.path.isabs(args.config):
       raise UserError(f"--config={args.config}: give the path relative to the checkout root")
+    config = steps.validate_sweep(args.config, overrides)  # before the cluster is asked
+    if steps.tokenizer_file(config):
+      raise UserError("--config.train.data.spm_model: pods do not see this machine's disk; "
+                      "put the SentencePiece model in gs:// and pass that path")
   tpu = None
   if args.tpu:
     tpu = hardware.parse_target(args.tpu)

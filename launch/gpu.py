@@ -26,6 +26,7 @@ every host mounts (--shared-workdir).
 """
 
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -56,10 +57,19 @@ def local_plan(sweep: Sequence[str], env: dict[str, str]) -> steps.Plan:
 
 
 def hosts_plan(hosts: Sequence[str], sweep: Sequence[str], env: dict[str, str], *,
-               coordinator: str, remote_dir: str, follow: bool = True) -> steps.Plan:
-  """One detached process per host over ssh; process i on hosts[i]; then follow host 0."""
+               coordinator: str, remote_dir: str, follow: bool = True,
+               files: Sequence[tuple[str, str]] = ()) -> steps.Plan:
+  """One detached process per host over ssh; process i on hosts[i]; then follow host 0.
+  `files`: (local path, path under remote_dir) copied to every host first (the config file,
+  the SentencePiece model)."""
   n = len(hosts)
   out = []
+  for host in hosts:
+    for local, remote in files:
+      target = f"{remote_dir}/{remote}"
+      out.append(steps.step(f"make {os.path.dirname(target)} on {host}", [
+          "ssh", host, f"mkdir -p {shlex.quote(os.path.dirname(target))}"]))
+      out.append(steps.step(f"copy {local} to {host}", ["scp", local, f"{host}:{target}"]))
   for i, host in enumerate(hosts):
     env_i = {**env, **process_env(coordinator, n, i)} if n > 1 else env
     command = steps.remote_start(remote_dir, [*steps.env_argv(env_i), *sweep])
@@ -97,6 +107,7 @@ def build(argv: Sequence[str]) -> tuple[steps.Plan, bool]:
   env = {**host_env(args.mem_fraction, args.xla_flags), **steps.parse_env(args.env)}
   hosts = [h for h in args.hosts.split(",") if h]
   if not hosts:
+    steps.validate_sweep(args.config, overrides)
     sweep = steps.sweep_argv(args.python or sys.executable, args.config, overrides,
                              args.workdir)
     return local_plan(sweep, env), args.dry_run
@@ -112,9 +123,19 @@ def build(argv: Sequence[str]) -> tuple[steps.Plan, bool]:
   coordinator = args.coordinator or f"{hosts[0].rpartition('@')[2]}:{args.port}"
   if not coordinator.rpartition(":")[2].isdigit():
     raise UserError(f"--coordinator={coordinator}: write it as ADDR:PORT")
+  files = []
+  config_file = steps.shipped(args.config)
+  if config_file:
+    if os.path.isabs(config_file):
+      raise UserError(f"--config={args.config}: give the path relative to the checkout root")
+    files.append((config_file, config_file))
+  spm = steps.tokenizer_file(steps.validate_sweep(args.config, overrides))
+  if spm:  # the same file on every host, where the sweep (run in --remote-dir) finds it
+    files.append((spm, f"tokenizer/{os.path.basename(spm)}"))
+    overrides = [*overrides, f"--config.train.data.spm_model=tokenizer/{os.path.basename(spm)}"]
   sweep = steps.sweep_argv(args.python or "python3", args.config, overrides, args.workdir)
   return hosts_plan(hosts, sweep, env, coordinator=coordinator, remote_dir=args.remote_dir,
-                    follow=not args.detach), args.dry_run
+                    follow=not args.detach, files=files), args.dry_run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

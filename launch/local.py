@@ -50,6 +50,7 @@ def build(argv: Sequence[str]) -> tuple[steps.Plan, bool]:
   if not args.no_install and not os.path.isfile("pyproject.toml"):
     raise UserError(f"no pyproject.toml in {os.getcwd()}: run from the chinchax checkout root "
                     f"or pass --no-install")
+  steps.validate_sweep(args.config, overrides)  # the sweep's own checks, before the venv
   return local_plan((args.config, overrides, args.workdir), venv=args.venv,
                     install=not args.no_install, env=steps.parse_env(args.env)), args.dry_run
 

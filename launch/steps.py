@@ -14,6 +14,7 @@ it and can be followed later.
 
 import argparse
 import dataclasses
+import os
 import re
 import shlex
 import subprocess
@@ -180,6 +181,41 @@ def parse_env(pairs: Sequence[str]) -> dict[str, str]:
       raise UserError(f"--env={pair!r} is not KEY=VALUE with KEY a variable name")
     env[key] = value
   return env
+
+
+# ---------------------------------------------------------------------------- the sweep, here
+
+
+def validate_sweep(config: str | None, overrides: Sequence[str]):
+  """The checks of `chinchax sweep --dry-run`, here, before anything is created: the config
+  loads, every override names a key of it, the grid resolves. Returns the resolved sweep
+  config, or raises a UserError of one line."""
+  from chinchax.sweeps import spec as spec_lib  # pylint: disable=g-import-not-at-top  (jax)
+  from chinchax.sweeps.cli import flags  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.cli import sweep as sweep_cli  # pylint: disable=g-import-not-at-top
+  argv = ([f"--config={config}"] if config else []) + list(overrides)
+  f = flags.parse_config_flags(argv, "chinchax sweep", sweep_cli.DEFAULT_CONFIG)
+  return spec_lib.resolve(f.config, ".").config
+
+
+def tokenizer_file(config) -> str | None:
+  """The SentencePiece model a sweep reads from this machine's disk (None: bytes, or gs://,
+  which every host reads itself): it has to travel to every host."""
+  data = config.train.data
+  path = str(data.get("spm_model", "") or "")
+  if data.get("tokenizer") != "spm" or not path or "://" in path:
+    return None
+  if not os.path.isfile(path):
+    raise UserError(f"--config.train.data.spm_model={path}: not found here, and every host "
+                    "needs it: give a local file (it is copied) or a gs:// path")
+  return path
+
+
+def shipped(config: str | None) -> str | None:
+  """The config file to copy to other hosts: a file here (not a named config, which is
+  installed with chinchax everywhere)."""
+  path = (config or "").partition(":")[0]
+  return path if path and os.path.isfile(path) else None
 
 
 def cli(prog: str, build: Callable[[Sequence[str]], tuple[Plan, bool]],

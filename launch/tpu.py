@@ -32,6 +32,7 @@ if __package__ in (None, ""):  # `python launch/tpu.py`: make the checkout impor
 
 from chinchax.launch import steps  # noqa: E402
 from chinchax.scaling.errors import UserError  # noqa: E402
+from chinchax.sweeps import configs  # noqa: E402
 from chinchax.sweeps import hardware  # noqa: E402
 
 RUN_DIR = "chinchax-run"  # on each worker, in the login home: config, log, pid, exit status
@@ -193,6 +194,10 @@ class Sweep:
   ref: str = "main"
   wheel: str | None = None
   check: bool = False  # compile every cell for the slice here before creating it
+  tokenizer: str | None = None  # a local SentencePiece model every worker needs
+
+
+TOKENIZER_DIR = "tokenizer"
 
 
 def _requirement(sw: Sweep) -> str:
@@ -204,9 +209,14 @@ def _requirement(sw: Sweep) -> str:
 
 
 def up_steps(s: Slice, sw: Sweep) -> list[steps.Step]:
-  config_path = sw.config.partition(":")[0] if sw.config else None
+  config_path = steps.shipped(sw.config)
   dirs = [RUN_DIR] + ([f"{RUN_DIR}/{os.path.dirname(config_path)}"]
                       if config_path and os.path.dirname(config_path) else [])
+  overrides = list(sw.overrides)
+  if sw.tokenizer:  # the same file on every worker, where the sweep (run in RUN_DIR) finds it
+    remote = f"{TOKENIZER_DIR}/{os.path.basename(sw.tokenizer)}"
+    dirs.append(f"{RUN_DIR}/{TOKENIZER_DIR}")
+    overrides.append(f"--config.train.data.spm_model={remote}")
   out = []
   if sw.check:
     target = s.target.name
@@ -228,7 +238,10 @@ def up_steps(s: Slice, sw: Sweep) -> list[steps.Step]:
   if config_path:
     out.append(steps.step("copy the sweep config to every worker",
                           scp_to_all_argv(s, config_path, f"{RUN_DIR}/{config_path}")))
-  sweep = steps.env_argv(dict(sw.env)) + steps.sweep_argv("python3", sw.config, sw.overrides,
+  if sw.tokenizer:
+    out.append(steps.step("copy the SentencePiece model to every worker",
+                          scp_to_all_argv(s, sw.tokenizer, f"{RUN_DIR}/{remote}")))
+  sweep = steps.env_argv(dict(sw.env)) + steps.sweep_argv("python3", sw.config, overrides,
                                                           sw.workdir)
   out.append(steps.step("start the sweep on every worker (survives the ssh session)",
                         ssh_argv(s, steps.remote_start(RUN_DIR, sweep))))
@@ -314,7 +327,8 @@ def build(argv: Sequence[str]) -> tuple[steps.Plan, bool]:
       raise UserError(f"--config={args.config}: give the path relative to the checkout root")
     if args.wheel and not args.wheel.endswith(".whl"):
       raise UserError(f"--wheel={args.wheel}: not a wheel (*.whl)")
-    for path in [args.wheel, args.config and args.config.partition(":")[0]]:
+    named = (args.config or "").partition(":")[0] in configs.NAMES  # installed on the workers
+    for path in [args.wheel, None if named else args.config and args.config.partition(":")[0]]:
       if path and not os.path.isfile(path):
         raise UserError(f"{path} not found: it is copied to the workers from here")
   elif args.action == "fetch":
@@ -327,9 +341,12 @@ def build(argv: Sequence[str]) -> tuple[steps.Plan, bool]:
                     f"gs://bucket/path workdir")
   sw = None
   if args.workdir:
+    tokenizer = None
+    if args.action in ("up", "all"):  # the sweep's own checks, before the slice is paid for
+      tokenizer = steps.tokenizer_file(steps.validate_sweep(args.config, overrides))
     sw = Sweep(args.config, tuple(overrides), args.workdir,
                tuple(steps.parse_env(args.env).items()), args.repo, args.ref, args.wheel,
-               args.check)
+               args.check, tokenizer)
   return make_plan(args.action, s, sw, args.dest), args.dry_run
 
 

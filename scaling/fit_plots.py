@@ -1,13 +1,23 @@
-"""The figures of a fit (scaling.plots): IsoFLOP profiles, N*(C) and D*(C) of every approach
-with their bootstrap bands, and the loss contours of a parametric law."""
+"""The figures of a fit (scaling.plots, scaling.plot_residuals), each as PNG and SVG:
+
+* isoflops: the IsoFLOP profiles with their fitted curves and minima (Approach 2);
+* optimal: N*(C) and D*(C) of every approach with their bootstrap bands, the fitted range of
+  C marked and the extrapolation beyond it shaded;
+* law: the loss contours of the parametric law, every budget line labelled;
+* residuals: loss - fitted loss by budget and by N (the parametric law, else the profiles).
+"""
 
 import os
 
-from chinchax.scaling import plots
+import numpy as np
+
+from chinchax.scaling import plot_residuals, plots
 from chinchax.scaling import runs as runs_lib
 from chinchax.scaling.fit_pipeline import Fitted
+from chinchax.scaling.isoflop import budget_C
 
 LABELS = {"1": "Approach 1", "2": "Approach 2", "3": "Approach 3"}
+PARAMETRIC = ("E", "A", "B", "alpha", "beta")
 
 
 def write_plots(fitted: Fitted, folder: str) -> list[str]:
@@ -17,13 +27,35 @@ def write_plots(fitted: Fitted, folder: str) -> list[str]:
     written += plots.plot_isoflops(runs, fitted.fits["2"], os.path.join(folder, "isoflops"))
   lines = {LABELS[k]: v for k, v in doc["approaches"].items()}
   bands = {LABELS[k]: v for k, v in fitted.draws.items()}
-  C_range = (float(runs.C.min()) / 10, float(runs.C.max()) * 1e4)
+  fitted_C = (float(runs.C.min()), float(runs.C.max()))
+  C_range = (fitted_C[0] / 10, fitted_C[1] * 1e4)
   written += plots.plot_optimal(lines, os.path.join(folder, "optimal"), samples=bands,
-                                level=fitted.level, C_range=C_range)
+                                level=fitted.level, C_range=C_range, fitted_C=fitted_C)
   law = doc["law"]
+  budgets = sorted({float(runs.C[g].mean()) for g in runs_lib.budget_groups(runs)})
   if "E" in law:
-    budgets = sorted({float(runs.C[g].mean()) for g in runs_lib.budget_groups(runs)})
     written += plots.plot_law(os.path.join(folder, "law"), E=law["E"], A=law["A"], B=law["B"],
                               alpha=law["alpha"], beta=law["beta"], N=runs.N, D=runs.D,
                               budgets=budgets)
+  r, title = _residuals(fitted)
+  if r is not None:
+    written += plot_residuals.plot_residuals(runs, r, os.path.join(folder, "residuals"), title)
   return written
+
+
+def _residuals(fitted: Fitted):
+  """(loss - fitted loss per run, the figure's title), or (None, None) with nothing fitted."""
+  runs = fitted.runs
+  three = fitted.doc["approaches"].get("3", {})
+  if all(k in three for k in PARAMETRIC):
+    law = plot_residuals.parametric(*(three[k] for k in PARAMETRIC))
+    return plot_residuals.residuals(runs, law), "Residuals of Approach 3's law"
+  fit = fitted.fits.get("2")
+  if fit is None:
+    return None, None
+  r = np.full(len(runs), np.nan)
+  for idx in runs_lib.budget_groups(runs):
+    row = np.flatnonzero(np.isclose(fit.budgets, budget_C(runs, idx), rtol=1e-9))
+    if row.size:
+      r[idx] = runs.loss[idx] - fit.profile_loss(row[0], runs.N[idx])
+  return r, "Residuals of Approach 2's IsoFLOP profiles"

@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from chinchax.scaling import atomic
 from chinchax.scaling.errors import UserError
@@ -73,12 +74,24 @@ def plot_isoflops(runs: Runs, fit: IsoflopFit, stem: str) -> list[str]:
 
 def plot_optimal(approaches: Mapping[str, Mapping], stem: str,
                  samples: Mapping[str, Mapping] | None = None, level: float = 0.9,
-                 C_range: tuple[float, float] | None = None) -> list[str]:
-  """N*(C) and D*(C), log-log, one line per approach, with a bootstrap band where sampled.
+                 C_range: tuple[float, float] | None = None,
+                 fitted_C: tuple[float, float] | None = None) -> list[str]:
+  """N*(C) and D*(C), log-log (`optimal_figure`), as PNG and SVG."""
+  return _save(optimal_figure(approaches, samples, level, C_range, fitted_C), stem)
+
+
+def optimal_figure(approaches: Mapping[str, Mapping],
+                   samples: Mapping[str, Mapping] | None = None, level: float = 0.9,
+                   C_range: tuple[float, float] | None = None,
+                   fitted_C: tuple[float, float] | None = None) -> Figure:
+  """N*(C) and D*(C), one line per approach, its bootstrap band where sampled, the fitted
+  range of C marked and the extrapolation beyond it shaded.
 
   `approaches` maps a label to a dict with `a`, `b`, `log_kN`, `log_kD` and optionally
   `points` = {"C", "N", "D"} (what `IsoflopFit.to_dict()` and `EnvelopeFit.to_dict()` give).
-  `samples` maps a label to arrays `a`, `b`, `log_kN`, `log_kD` (the bootstrap's output).
+  `samples` maps a label to arrays `a`, `b`, `log_kN`, `log_kD` (the bootstrap's output; NaN
+  rows, refits that gave no law, are left out). `fitted_C`: the smallest and largest C of the
+  runs the approaches were fitted to.
   """
   if not approaches:
     raise UserError("nothing to plot: no approach given")
@@ -100,31 +113,54 @@ def plot_optimal(approaches: Mapping[str, Mapping], stem: str,
       points = r.get("points")
       if points and len(points.get("C", [])):
         ax.scatter(points["C"], points[key], color=color, zorder=3)
-      if label in samples and len(samples[label][exp_]):
-        s = samples[label]
-        lines_SxC = np.exp(np.asarray(s[log_k])[:, None]
-                           + np.asarray(s[exp_])[:, None] * np.log(C)[None])
-        lo, hi = np.percentile(lines_SxC, q, axis=0)
-        ax.fill_between(C, lo, hi, color=color, alpha=0.2, lw=0,
+      band = _band(samples.get(label), exp_, log_k, C, q)
+      if band is not None:
+        ax.fill_between(C, *band, color=color, alpha=0.25, lw=0,
                         label=f"{label}: {100 * level:.0f}% bootstrap band")
   for ax, name in zip(axes, ("N* (parameters)", "D* (tokens)")):
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xlim(C[0], C[-1])
+    if fitted_C is not None:
+      lo, hi = fitted_C
+      ax.axvline(lo, color="0.3", ls=":", lw=1)
+      ax.axvline(hi, color="0.3", ls=":", lw=1, label=f"fitted C: [{lo:.2g}, {hi:.2g}]")
+      ax.axvspan(hi, C[-1], color="0.5", alpha=0.12, lw=0, label="extrapolation")
+      if C[0] < lo:
+        ax.axvspan(C[0], lo, color="0.5", alpha=0.12, lw=0)
     ax.set_xlabel("C (training FLOPs)")
     ax.set_ylabel(name)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left")
   fig.suptitle("Compute-optimal allocation")
-  return _save(fig, stem)
+  return fig
 
 
-def plot_law(stem: str, *, E: float, A: float, B: float, alpha: float, beta: float,
-             N: Sequence[float] | None = None, D: Sequence[float] | None = None,
-             budgets: Sequence[float] | None = None,
-             N_range: tuple[float, float] | None = None,
-             D_range: tuple[float, float] | None = None) -> list[str]:
-  """Contours of L = E + A/N^α + B/D^β over (N, D), the efficient frontier, iso-C lines
-  C = 6ND at `budgets`, and the runs (N, D) when given."""
+def _band(s: Mapping | None, exp_: str, log_k: str, C: np.ndarray, q) -> tuple | None:
+  """The pointwise percentile band of the sampled lines, or None (no finite sample)."""
+  if s is None or not len(s[exp_]):
+    return None
+  slope, icpt = np.asarray(s[exp_], np.float64), np.asarray(s[log_k], np.float64)
+  ok = np.isfinite(slope) & np.isfinite(icpt)
+  if ok.sum() < 2:
+    return None
+  log_lines_SxC = icpt[ok, None] + slope[ok, None] * np.log(C)[None]
+  lo, hi = np.percentile(log_lines_SxC, q, axis=0)  # in log space: exp overflows nothing
+  return np.exp(lo), np.exp(hi)
+
+
+def plot_law(stem: str, **kw) -> list[str]:
+  """Loss contours of a parametric law (`law_figure`), as PNG and SVG."""
+  return _save(law_figure(**kw), stem)
+
+
+def law_figure(*, E: float, A: float, B: float, alpha: float, beta: float,
+               N: Sequence[float] | None = None, D: Sequence[float] | None = None,
+               budgets: Sequence[float] | None = None,
+               N_range: tuple[float, float] | None = None,
+               D_range: tuple[float, float] | None = None) -> Figure:
+  """Contours of L = E + A/N^α + B/D^β over (N, D) at round loss values, the efficient
+  frontier, iso-C lines C = 6ND at `budgets` each labelled inside the frame, and the runs."""
   for name, v in (("A", A), ("B", B), ("alpha", alpha), ("beta", beta)):
     if not (math.isfinite(v) and v > 0):
       raise UserError(f"plot_law: {name} must be positive and finite, got {v!r}")
@@ -142,10 +178,11 @@ def plot_law(stem: str, *, E: float, A: float, B: float, alpha: float, beta: flo
 
   fig = Figure(figsize=(7, 5.5))
   ax = fig.add_subplot()
-  filled = ax.contourf(N_grid, D_grid, L_DxN, levels=np.quantile(L_DxN, np.linspace(0, 1, 16)),
-                       cmap="viridis")
+  # Round levels, spaced over the bulk of the losses (the far corner runs off to large L).
+  levels = MaxNLocator(nbins=12).tick_values(L_DxN.min(), np.quantile(L_DxN, 0.95))
+  filled = ax.contourf(N_grid, D_grid, L_DxN, levels=levels, cmap="viridis", extend="max")
   fig.colorbar(filled, ax=ax, label="loss (nats/token)")
-  ax.contour(N_grid, D_grid, L_DxN, levels=filled.levels, colors="white", linewidths=0.3)
+  ax.contour(N_grid, D_grid, L_DxN, levels=levels, colors="white", linewidths=0.3)
 
   G = (alpha * A / (beta * B)) ** (1 / (alpha + beta))
   a, b = beta / (alpha + beta), alpha / (alpha + beta)
@@ -157,8 +194,10 @@ def plot_law(stem: str, *, E: float, A: float, B: float, alpha: float, beta: flo
     budgets = 10.0 ** np.arange(math.ceil(math.log10(C_lo)), math.log10(C_hi) + 1e-9, 2)
   for C_iso in budgets:
     ax.plot(N_grid, C_iso / (6 * N_grid), color="white", ls="--", lw=1)
-    ax.annotate(f"C={C_iso:.0e}", (N_grid[-1], C_iso / (6 * N_grid[-1])), color="white",
-                fontsize=7, ha="right", va="bottom", annotation_clip=True)
+    at = _label_point(C_iso, N_range, D_range)
+    if at is not None:
+      ax.text(*at, f"C={C_iso:.2g}", color="white", fontsize=7, ha="center", va="center",
+              bbox=dict(boxstyle="round,pad=0.15", fc="black", alpha=0.35, lw=0))
   if N is not None and D is not None:
     ax.scatter(N, D, color="black", s=12, zorder=3, label="runs")
   ax.set_xscale("log")
@@ -169,4 +208,15 @@ def plot_law(stem: str, *, E: float, A: float, B: float, alpha: float, beta: flo
   ax.set_ylabel("D (tokens)")
   ax.set_title(f"L = {E:.3g} + {A:.3g}/N^{alpha:.3g} + {B:.3g}/D^{beta:.3g}")
   ax.legend(fontsize=8, loc="upper left")
-  return _save(fig, stem)
+  return fig
+
+
+def _label_point(C: float, N_range, D_range) -> tuple | None:
+  """The middle (in log N) of the part of the line D = C/(6N) inside the frame; None when the
+  line misses the frame."""
+  lo = max(math.log(N_range[0]), math.log(C / (6 * D_range[1])))
+  hi = min(math.log(N_range[1]), math.log(C / (6 * D_range[0])))
+  if not lo < hi:
+    return None
+  N = math.exp((lo + hi) / 2)
+  return N, C / (6 * N)

@@ -266,6 +266,7 @@ class StopFlag:
     if threading.current_thread() is threading.main_thread():
       for sig in (signal.SIGTERM, signal.SIGINT):
         self._previous[sig] = signal.signal(sig, self._handle)
+    _INSTALLED.append(self)
     return self
 
   def uninstall(self) -> None:
@@ -273,6 +274,13 @@ class StopFlag:
     for sig, handler in self._previous.items():
       signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
     self._previous = {}
+    if self in _INSTALLED:
+      _INSTALLED.remove(self)
+
+  def set(self, reason: str) -> None:
+    if not self.event.is_set():
+      self.reason = reason
+    self.event.set()
 
   def _handle(self, signum, _frame):
     self.reason = signal.Signals(signum).name
@@ -280,3 +288,14 @@ class StopFlag:
 
   def __bool__(self) -> bool:
     return self.event.is_set()
+
+
+_INSTALLED: list[StopFlag] = []
+
+
+def request_stop(reason: str) -> bool:
+  """Sets every installed StopFlag as a signal would (e.g. "SIGPIPE": stdout's reader left);
+  False when none is installed."""
+  for flag in list(_INSTALLED):
+    flag.set(reason)
+  return bool(_INSTALLED)

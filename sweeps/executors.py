@@ -74,20 +74,26 @@ def cell_devices(e: Executor):
 
 
 def run_jobs(jobs: Sequence[Job], on_result: OnResult, e: Executor, *, stop,
-             quiet: bool = True) -> bool:
-  """Runs every job with executor `e`; False when `stop` cut the sweep short."""
+             quiet: bool = True, progress=None) -> bool:
+  """Runs every job with executor `e`; False when `stop` cut the sweep short. `progress`: a
+  `sweeps.progress.SweepProgress` the local and packed runs report their steps to."""
   check(e)
   if e.kind == "local":
-    return run_local(jobs, on_result, stop=stop, quiet=quiet)
+    return run_local(jobs, on_result, stop=stop, quiet=quiet, progress=progress)
   if e.kind == "packed":
     return run_packed(jobs, on_result, device_groups(e.devices_per_cell), stop=stop,
-                      quiet=quiet)
+                      quiet=quiet, progress=progress)
   return run_ray(jobs, on_result, e, stop=stop, quiet=quiet)
 
 
-def run_local(jobs: Sequence[Job], on_result: OnResult, *, stop, quiet: bool = True) -> bool:
+def _reporter(progress, job: Job):
+  return progress.start(job.name) if progress is not None else None
+
+
+def run_local(jobs: Sequence[Job], on_result: OnResult, *, stop, quiet: bool = True,
+              progress=None) -> bool:
   for job in jobs:
-    outcome = job_lib.run(job, stop=stop, quiet=quiet)
+    outcome = job_lib.run(job, stop=stop, quiet=quiet, progress=_reporter(progress, job))
     if outcome.status == "stopped":
       return False
     on_result(job, outcome)
@@ -95,7 +101,7 @@ def run_local(jobs: Sequence[Job], on_result: OnResult, *, stop, quiet: bool = T
 
 
 def run_packed(jobs: Sequence[Job], on_result: OnResult, groups: Sequence[Sequence], *,
-               stop, quiet: bool = True) -> bool:
+               stop, quiet: bool = True, progress=None) -> bool:
   """One worker thread per device group takes the next job until none is left."""
   todo: queue.SimpleQueue = queue.SimpleQueue()
   for job in jobs:
@@ -109,7 +115,8 @@ def run_packed(jobs: Sequence[Job], on_result: OnResult, groups: Sequence[Sequen
         job = todo.get_nowait()
       except queue.Empty:
         return
-      outcome = job_lib.run(job, devices=group, stop=stop, quiet=quiet, checkpoint_lock=lock)
+      outcome = job_lib.run(job, devices=group, stop=stop, quiet=quiet, checkpoint_lock=lock,
+                            progress=_reporter(progress, job))
       if outcome.status == "stopped":
         halted.set()
       done.put((job, outcome))

@@ -44,13 +44,15 @@ def reason(e: BaseException) -> str:
 
 
 def train(config: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool = False,
-          devices=None, checkpoint_lock=None) -> Outcome:
+          devices=None, checkpoint_lock=None, progress=None) -> Outcome:
   """Trains the run `config` describes in `workdir` (resuming it, or skipping it when done).
 
   A config with `wsd.branches` is a WSD run (sweeps/wsd.py): its records are its branches'.
-  `stop`, `devices`, `checkpoint_lock`: see `chinchax.sweeps.run.loop.train`.
+  `stop`, `devices`, `checkpoint_lock`, `progress`: see `chinchax.sweeps.run.loop.train`.
   """
   run_args = dict(stop=stop, quiet=quiet, devices=devices, checkpoint_lock=checkpoint_lock)
+  if progress is not None:  # only then: stand-ins for loop.train need not know it
+    run_args["progress"] = progress
   if wsd.is_wsd(config):
     result = wsd.train_wsd(config, workdir, **run_args)
     status, records = result.status, result.records
@@ -62,11 +64,12 @@ def train(config: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: 
   return Outcome(status, records, next((r["reason"] for r in records if r.get("reason")), None))
 
 
-def run(job: Job, *, devices=None, stop=None, quiet: bool = True, checkpoint_lock=None) -> Outcome:
+def run(job: Job, *, devices=None, stop=None, quiet: bool = True, checkpoint_lock=None,
+        progress=None) -> Outcome:
   """`train` on the job; an exception becomes a `failed` record (also its result.json)."""
   try:
     return train(job.config, job.workdir, stop=stop, quiet=quiet, devices=devices,
-                 checkpoint_lock=checkpoint_lock)
+                 checkpoint_lock=checkpoint_lock, progress=progress)
   except Exception as e:  # pylint: disable=broad-except
     return failed(job, reason(e), write=True)
 

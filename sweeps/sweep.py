@@ -18,7 +18,6 @@ files.
 import dataclasses
 import os
 import sys
-import time
 
 import jax
 import ml_collections
@@ -27,7 +26,8 @@ from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
 from chinchax.scaling import atomic, killpoints
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import checkpoint, data, executors, fit_adapter, report, run_record
+from chinchax.sweeps import checkpoint, data, estimate, executors, fit_adapter, report, run_record
+from chinchax.sweeps import progress as progress_lib
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps import job as job_lib
 from chinchax.sweeps.job import Job, Outcome
@@ -44,6 +44,7 @@ class Result:
   failed: tuple[str, ...] = ()     # the jobs that failed
   fit_error: str | None = None     # why the fit gave no law.json
   report: str | None = None        # report.md (written by process 0 only)
+  stopped_by: str | None = None    # the stop's reason: SIGINT, SIGTERM or SIGPIPE
 
 
 def initialize_distributed(env=None, initialize=None) -> str | None:
@@ -87,12 +88,14 @@ def check_batches(spec: spec_lib.Spec) -> None:
 
 
 def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
-          quiet: bool = False, stop=None) -> Result:
+          quiet: bool = False, verbose: bool = False, stop=None) -> Result:
   """Trains every cell of the sweep `config` not done yet in `workdir`, then fits and reports.
 
   `config`: a sweep config (`grid.base_config`, e.g. `sweeps/configs/smoke.py`'s). `stop`: a
   flag object (`checkpoint.StopFlag`); without one, SIGTERM and SIGINT stop the sweep while it
-  runs (finished cells are kept: rerun to resume).
+  runs (finished cells are kept: rerun to resume). The console: one line per cell
+  (sweeps/progress.py), with a bar in place on a terminal unless `quiet`; `verbose` adds each
+  run's step lines.
   """
   spec = spec_lib.resolve(config, workdir)
   executors.check(spec.executor)
@@ -114,31 +117,31 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
     run_record.sync_runs_jsonl(runs_path, [d for j in spec.jobs for d in job_lib.record_dirs(j)])
   say(f"{len(todo)} of {len(spec.jobs)} cells to train with executor={spec.executor.kind!r}")
 
-  t0, ended, failed = time.time(), [], []
+  failed = []
+  progress = _progress(spec, todo, live=False if quiet else None) if lead else None
 
   def on_result(job: Job, outcome: Outcome) -> None:
-    ended.append(job.name)
-    n = len(ended)
     if outcome.status == "done":
-      losses = ", ".join(f"{r['eval_loss']:.4f}" for r in outcome.records)
-      say(f"[{n}/{len(todo)}] {job.name}: done, eval loss {losses} "
-          f"({time.time() - t0:.0f} s into the sweep)")
+      detail = "eval loss " + ", ".join(f"{r['eval_loss']:.4f}" for r in outcome.records)
     else:
       failed.append(job.name)
-      say(f"[{n}/{len(todo)}] {job.name}: failed: {outcome.reason}")
+      detail = outcome.reason or ""
+    if progress is not None:
+      progress.end(job.name, outcome.status, detail)
     record(outcome.records)
 
   own_stop = stop is None
   stop = checkpoint.StopFlag().install() if own_stop else stop
   try:
     finished = executors.run_jobs(todo, on_result, spec.executor, stop=stop,
-                                  quiet=quiet or spec.executor.kind != "local")
+                                  quiet=not verbose or spec.executor.kind != "local",
+                                  progress=progress)
   finally:
     if own_stop:
       stop.uninstall()
   if not finished:
     say("sweep stopped; finished cells are recorded, rerun the same command to resume")
-    return Result("stopped", tuple(failed))
+    return Result("stopped", tuple(failed), stopped_by=getattr(stop, "reason", None))
   if failed:
     say(f"{len(failed)} cells failed: {', '.join(failed)}")
   if not lead:
@@ -153,6 +156,16 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   path = report.write_report(workdir, fit_error=fit_error)
   say(f"wrote {path}")
   return Result("done", tuple(failed), fit_error, path)
+
+
+def _progress(spec: spec_lib.Spec, todo: list[Job], live) -> progress_lib.SweepProgress:
+  """The progress lines of `todo`, its ETA seeded with the dry run's estimate of each cell."""
+  time_of, _ = estimate.time_model(spec.executor)
+  cells = {c.name: time_of(c) for c in spec.cells}
+  known = [cells[j.name] for j in todo if j.name in cells]
+  default = sum(known) / len(known) if known else 1.0  # a WSD job: the mean cell
+  return progress_lib.SweepProgress([j.name for j in todo],
+                                    [cells.get(j.name, default) for j in todo], live=live)
 
 
 def _skip_done(jobs, say) -> list[Job]:

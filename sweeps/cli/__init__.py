@@ -3,7 +3,8 @@
 Subcommands are imported lazily so that `chinchax plan` never pays for importing jax.
 Every subcommand is a small module `main(argv: list[str]) -> int` that parses its flags
 (cli/flags.py), calls a library function and prints. A `UserError` becomes one line on stderr
-and exit status 2; anything else is a bug and keeps its traceback.
+and exit status 2; Ctrl-C is exit status 130 with the resume hint; anything else is a bug and
+keeps its traceback.
 """
 
 import importlib
@@ -25,14 +26,22 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("chinchax.sweeps.cli.report", "rebuild a sweep workdir's report.md"),
 }
 
-USAGE = "usage: chinchax COMMAND [ARGS...]\n\ncommands:\n" + "\n".join(
-    f"  {name:<8} {doc}" for name, (_, doc) in COMMANDS.items())
+USAGE = "usage: chinchax COMMAND [ARGS...]  (chinchax COMMAND --help for its flags)\n\ncommands:\n" + "\n".join(
+    f"  {name:<9} {doc}" for name, (_, doc) in COMMANDS.items()) + "\n  --version print chinchax's version"
+
+
+def version() -> str:
+  import chinchax  # pylint: disable=g-import-not-at-top
+  return f"chinchax {chinchax.__version__}"
 
 
 def run(argv: list[str]) -> int:
   if not argv or argv[0] in ("-h", "--help", "help"):
     print(USAGE)
     return 0 if argv else 2
+  if argv[0] in ("--version", "-V", "version"):
+    print(version())
+    return 0
   name, rest = argv[0], argv[1:]
   if name not in COMMANDS:
     print(f"chinchax: unknown command {name!r}; one of: {', '.join(COMMANDS)}", file=sys.stderr)
@@ -45,6 +54,9 @@ def run(argv: list[str]) -> int:
   except UserError as e:
     print(f"chinchax {name}: error: {e}", file=sys.stderr)
     return 2
+  except KeyboardInterrupt:  # Ctrl-C before a run's stop flag was installed
+    print(f"\nchinchax {name}: interrupted; rerun the same command to resume", file=sys.stderr)
+    return 130
   except BrokenPipeError:
     # `chinchax plan | head`: the reader left; point stdout at devnull so the exit is quiet.
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

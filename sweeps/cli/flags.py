@@ -3,17 +3,22 @@ on stderr, exit 2, from the dispatcher), never a usage dump or a traceback.
 
 * `ArgParser`: argparse for the subcommands with plain flags (fit, plan, report, eval, ...).
 * `parse_config_flags`: absl flags with an ml_collections config file and
-  `--config.KEY=VALUE` overrides, for `chinchax sweep` and `chinchax train`.
+  `--config.KEY=VALUE` overrides, for `chinchax sweep` and `chinchax train`. `--config` takes a
+  named config (sweeps/configs/__init__.py) or a path, from any folder; `--help` prints the
+  config's keys (cli/help.py), `--list-configs` the named configs.
 """
 
 import argparse
 import dataclasses
 import logging
+import sys
 
 import ml_collections
 
 from chinchax.scaling import atomic
 from chinchax.scaling.errors import UserError
+from chinchax.sweeps import configs
+from chinchax.sweeps.cli import help as help_lib
 
 
 class ArgParser(argparse.ArgumentParser):
@@ -29,19 +34,39 @@ class ConfigFlags:
   workdir: str | None
   dry_run: bool
   quiet: bool
+  verbose: bool = False
 
 
 def parse_config_flags(argv: list[str], prog: str, default_config: str,
-                       default_workdir: str | None = None) -> ConfigFlags:
-  """--config=PATH[:ARG], --config.KEY=VALUE, --workdir, --dry-run, --quiet.
+                       default_workdir: str | None = None, doc: str = "") -> ConfigFlags:
+  """--config=NAME|PATH[:ARG], --config.KEY=VALUE, --workdir, --dry-run, --quiet, --verbose.
 
   The overrides are read from `argv` itself (ml_collections would read them from sys.argv), so
-  the parse is the same in-process as from the command line.
+  the parse is the same in-process as from the command line. `--help` (with `doc`, the
+  command's own text) and `--list-configs` print and raise SystemExit(0).
   """
   from absl import flags  # pylint: disable=g-import-not-at-top
   from ml_collections import config_flags  # pylint: disable=g-import-not-at-top
 
+  if "--list-configs" in argv:
+    print("named configs (--config=NAME[:ARG]):\n" + configs.listing())
+    raise SystemExit(0)
+  config_text = help_lib.config_arg(argv, default_config)
+  config_file = configs.resolve(config_text)
+  if help_lib.wants_help(argv):
+    shown = "" if config_text == default_config else config_text
+    print(help_lib.render(prog, doc or prog, config_file, default_workdir, shown))
+    sys.stdout.flush()
+    raise SystemExit(0)
+  help_lib.load(config_file)  # a broken config file is one line here, not a traceback later
+  verbose = "--verbose" in argv
+  argv = [a for a in argv if a != "--verbose"]
   argv = ["--dry_run" if a == "--dry-run" else a for a in argv]  # the documented spelling
+  # The named or relative config resolved to a file (ml_collections would look in the cwd).
+  argv = [f"--config={config_file}" if a.startswith("--config=") else a for a in argv]
+  argv = [a for i, a in enumerate(argv) if not (a == "--config" or (
+      i > 0 and argv[i - 1] == "--config"))]
+  default_config = config_file
   args = [prog] + argv
   fv = flags.FlagValues()
   flags.DEFINE_string("workdir", default_workdir, "run directory", flag_values=fv)
@@ -59,7 +84,7 @@ def parse_config_flags(argv: list[str], prog: str, default_config: str,
   if fv.workdir:
     atomic.check_backend(fv.workdir)  # gs:// without gcsfs: refused before anything compiles
   _quiet_tfds()
-  return ConfigFlags(config, fv.workdir, fv.dry_run, fv.quiet)
+  return ConfigFlags(config, fv.workdir, fv.dry_run, fv.quiet, verbose)
 
 
 def _flag_error(e: Exception, argv: list[str]) -> str:

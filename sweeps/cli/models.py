@@ -6,6 +6,8 @@ the recipe holds (`models/shapes.py`): head_dim, d_model / n_layers and d_ff / d
 target the vocabulary makes unreachable is shown as such rather than stopping the table.
 """
 
+import sys
+
 import numpy as np
 
 from chinchax.models.shapes import shape_for_params
@@ -25,9 +27,25 @@ def _parser() -> flags.ArgParser:
   p.add_argument("--max", type=float, default=1e10, help="largest N target (default 1e10)")
   p.add_argument("--per-decade", type=int, default=2, help="grid points per decade (default 2)")
   p.add_argument("--tied", action="store_true", help="tie the output head to the embedding")
-  p.add_argument("--convention", choices=conventions.PARAMS_CONVENTIONS, default="total",
-                 help="which N the targets count (default total)")
+  p.add_argument("--params-convention", dest="convention", default="total",
+                 choices=conventions.PARAMS_CONVENTIONS,
+                 help="which N the targets count (default total), as in chinchax fit")
   return p
+
+
+# The old spelling still works, with a note: flags named as in `chinchax fit` and `plan`.
+DEPRECATED = {"--convention": "--params-convention"}
+
+
+def _renamed(argv: list[str]) -> list[str]:
+  out = []
+  for a in argv:
+    name, eq, value = a.partition("=")
+    if name in DEPRECATED:
+      print(f"chinchax models: {name} is now {DEPRECATED[name]}", file=sys.stderr)
+      a = DEPRECATED[name] + eq + value
+    out.append(a)
+  return out
 
 
 def grid(N_min: float, N_max: float, per_decade: int) -> np.ndarray:
@@ -60,7 +78,7 @@ def rows(N_targets, *, vocab: int, seq_len: int, tied: bool,
 
 
 def main(argv: list[str]) -> int:
-  args = _parser().parse_args(argv)
+  args = _parser().parse_args(_renamed(argv))
   if args.vocab <= 0 or args.seq_len <= 0:
     raise UserError(f"models: --vocab and --seq-len must be positive, got {args.vocab}, "
                     f"{args.seq_len}")

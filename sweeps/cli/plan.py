@@ -2,6 +2,7 @@
 
     chinchax plan (--law=law.json | --preset=NAME) [--flops=C] [--params=N] [--tokens=D]
                   [--unique-tokens=U] [--inference-tokens=T] [--ci=LEVEL] [--json]
+                  [--params-convention=total|non_embedding] [--flops-convention=6ND|chinchilla]
 
 Numbers take float syntax (1e21) or a k/M/B/T suffix (70B, 1.4T). Intervals are at --ci
 (default: the level the law was fitted at, 0.9 unless `chinchax fit --ci` said otherwise).
@@ -16,6 +17,7 @@ import sys
 
 from chinchax.scaling import api
 from chinchax.scaling import presets
+from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.scaling.errors import UserError
 from chinchax.scaling.law import ScalingLaw
 
@@ -54,8 +56,22 @@ def _parser() -> argparse.ArgumentParser:
                  help="tokens the model will serve (inference-aware plan)")
   p.add_argument("--ci", type=_level, metavar="LEVEL",
                  help="interval level in (0, 1) (default: the law's, 0.9 from chinchax fit)")
+  p.add_argument("--params-convention", choices=PARAMS_CONVENTIONS,
+                 help="the N you mean (as in chinchax fit); refused if the law counts otherwise")
+  p.add_argument("--flops-convention", choices=FLOPS_CONVENTIONS,
+                 help="the C you mean (as in chinchax fit); refused if the law counts otherwise")
   p.add_argument("--json", action="store_true", help="print one JSON object")
   return p
+
+
+def _check_conventions(law: ScalingLaw, args) -> None:
+  """A budget counted one way is not a plan for a law fitted the other way: refused."""
+  have = law.conventions
+  for key, asked in (("params", args.params_convention), ("flops", args.flops_convention)):
+    if asked and have.get(key) and asked != have[key]:
+      raise UserError(f"--{key}-convention={asked}, but this law counts {key} as "
+                      f"{have[key]!r}; refit the runs with `chinchax fit --{key}-convention="
+                      f"{asked}` or drop the flag")
 
 
 def _level(text: str) -> float:
@@ -84,7 +100,9 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
   except SystemExit as e:  # --help
     return int(e.code or 0)
-  plan = api.plan(_load(args), flops=args.flops, params=args.params, tokens=args.tokens,
+  law = _load(args)
+  _check_conventions(law, args)
+  plan = api.plan(law, flops=args.flops, params=args.params, tokens=args.tokens,
                   unique_tokens=args.unique_tokens, inference_tokens=args.inference_tokens,
                   ci=args.ci)
   print(plan.to_json() if args.json else str(plan))

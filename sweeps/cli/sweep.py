@@ -1,7 +1,8 @@
 """`chinchax sweep`: train a sweep grid (resumable), fit it, write report.md.
 
-    chinchax sweep [--config=PATH[:ARG]] [--config.KEY=VALUE ...] [--workdir=DIR]
+    chinchax sweep [--config=NAME|PATH[:ARG]] [--config.KEY=VALUE ...] [--workdir=DIR]
                    [--dry-run [--compile[=TARGET]] [--json] [--headroom=F]]
+                   [--quiet] [--verbose] [--list-configs]
 
 With no arguments: the built-in smoke sweep (sweeps/configs/smoke.py) in ./runs/smoke. With
 --dry-run: the grid, each cell's estimated time and the refusals, from the config alone (no
@@ -13,15 +14,17 @@ its TPU slice and checked against its HBM (sweeps/readiness.py). The library fun
 import os
 
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import compile_cache, executors, lock, readiness, spec as spec_lib, sweep
-from chinchax.sweeps.cli import flags
+from chinchax.sweeps import compile_cache, console, executors, lock, readiness, spec as spec_lib
+from chinchax.sweeps import sweep
+from chinchax.sweeps.cli import exit_status, flags
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "smoke.py")
 
 
 def main(argv: list[str]) -> int:
   argv, checks = readiness.split_flags(argv)  # --compile, --json, --headroom
-  f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG, sweep.DEFAULT_WORKDIR)
+  f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG, sweep.DEFAULT_WORKDIR,
+                               doc=__doc__)
   if f.dry_run:
     spec = spec_lib.resolve(f.config, f.workdir)
     executors.check(spec.executor)
@@ -30,8 +33,9 @@ def main(argv: list[str]) -> int:
     raise UserError("--compile, --json and --headroom go with --dry-run")
   compile_cache.enable()
   sweep.initialize_distributed()
-  with lock.hold(f.workdir, "chinchax sweep"):  # two sweeps on one workdir corrupt it
-    result = sweep.sweep(f.config, f.workdir, quiet=f.quiet)
+  with console.guard_stdout(), console.quiet_libraries(f.verbose), \
+      lock.hold(f.workdir, "chinchax sweep"):  # two sweeps on one workdir corrupt it
+    result = sweep.sweep(f.config, f.workdir, quiet=f.quiet, verbose=f.verbose)
   if result.status == "stopped":
-    return 143
+    return exit_status.stopped("chinchax sweep", result.stopped_by)
   return 1 if result.fit_error else 0

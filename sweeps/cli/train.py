@@ -1,12 +1,13 @@
 """`chinchax train`: train one model (one sweep cell) end to end.
 
-    chinchax train --config=sweeps/configs/train.py[:ARG] --workdir=DIR [--config.KEY=VALUE]
-                   [--dry-run] [--quiet]
+    chinchax train [--config=NAME|PATH[:ARG]] --workdir=DIR [--config.KEY=VALUE ...]
+                   [--dry-run] [--quiet] [--verbose]
 
 Rerun the same command to resume a stopped run; a finished one is not trained again. A config
 with `wsd.branches` trains a WSD run and its cooldown branches (sweeps/wsd.py). With
 --dry-run: the run's plan from the config alone (no data opened, no file written). Exit
-status: 0 done, 1 failed (the reason as one JSON line on stderr), 143 stopped by a signal.
+status: 0 done, 1 failed (the reason as one JSON line on stderr), stopped (checkpointed; rerun
+to resume): 130 by Ctrl-C, 143 by SIGTERM, 141 when stdout's reader left (`| head`).
 The library function is `chinchax.train` (sweeps/job.py).
 """
 
@@ -15,24 +16,25 @@ import os
 import sys
 
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import compile_cache, describe, job, lock
-from chinchax.sweeps.cli import flags
+from chinchax.sweeps import compile_cache, console, describe, job, lock
+from chinchax.sweeps.cli import exit_status, flags
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "train.py")
 
 
 def main(argv: list[str]) -> int:
-  f = flags.parse_config_flags(argv, "chinchax train", DEFAULT_CONFIG)
+  f = flags.parse_config_flags(argv, "chinchax train", DEFAULT_CONFIG, doc=__doc__)
   if f.dry_run:
     print(describe.describe(f.config))
     return 0
   if not f.workdir:
     raise UserError("--workdir is required: the folder for checkpoints, metrics and result.json")
   compile_cache.enable()
-  with lock.hold(f.workdir, "chinchax train"):  # two trainers on one workdir corrupt it
+  with console.guard_stdout(), console.quiet_libraries(f.verbose), \
+      lock.hold(f.workdir, "chinchax train"):  # two trainers on one workdir corrupt it
     outcome = job.train(f.config, f.workdir, quiet=f.quiet)
   if outcome.status == "stopped":
-    return 143
+    return exit_status.stopped("chinchax train", outcome.reason)
   if outcome.status == "failed":
     print(json.dumps({"status": "failed", "reason": outcome.reason}), file=sys.stderr)
     return 1

@@ -25,9 +25,11 @@ data_dir=...)`) through TFDS's read-only builder, exactly like any named TFDS da
 TFDS writes array_record through its own Python writer; `tensorflow` is never imported.
 """
 
+import contextlib
 import dataclasses
 import glob
 import hashlib
+import io
 import os
 import re
 import sysconfig
@@ -164,8 +166,21 @@ def build(spec: str, data_dir: str, val_fraction: float = 0.05) -> str:
     if all(n_val) or not any(n_val):
       raise UserError(f"corpus {spec!r} has {len(n_val)} documents, too few to give both "
                       f"splits one at val_fraction={val_fraction}; add files or change it")
-    builder.download_and_prepare()
+    _prepare_quietly(builder)
   return f"{NAME}/{builder.builder_config.name}"
+
+
+def _prepare_quietly(builder) -> None:
+  """TFDS's bars and its 'Downloading and preparing dataset Unknown size' lines, unless
+  `chinchax ... --verbose` (sweeps/console.py) asked for them: one line of ours instead."""
+  from chinchax.sweeps import console  # pylint: disable=g-import-not-at-top
+  if not console.QUIET:
+    builder.download_and_prepare()
+    return
+  print(f"preparing the corpus once, under {builder.data_dir}", flush=True)
+  tfds.disable_progress_bar()
+  with contextlib.redirect_stdout(io.StringIO()):
+    builder.download_and_prepare()
 
 
 def _glob_root(pattern: str) -> str:

@@ -41,14 +41,16 @@ class End:
 
 
 def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool = False,
-          devices=None, checkpoint_lock=None) -> dict:
+          devices=None, checkpoint_lock=None, progress=None) -> dict:
   """Trains (or resumes) the run in `workdir`; returns its record (also result.json).
 
   `devices`: the devices of this run's mesh (default: all of the job's), so that several
   small runs can share one host on disjoint device groups. `stop`: a flag object (see
   `checkpoint.StopFlag`); when it turns true the run saves a checkpoint and returns
   {"status": "stopped"}. Without one, SIGTERM and SIGINT set a flag of the run's own for the
-  length of the loop. `checkpoint_lock`: see `setup.build`.
+  length of the loop. `checkpoint_lock`: see `setup.build`. `progress`: called as
+  `progress(step, total_steps, tokens_per_s, train_loss)` at every log step (the sweep's
+  progress line, sweeps/progress.py).
   """
   t_start = time.time()
   log = (lambda *_: None) if quiet else (lambda m: print(m, flush=True))
@@ -60,7 +62,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool 
   own_stop = stop is None
   stop = checkpoint.StopFlag().install() if own_stop else stop
   try:
-    end = steps(s, stop, log)
+    end = steps(s, stop, log, progress)
   finally:
     if own_stop:
       stop.uninstall()
@@ -69,7 +71,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool 
   return finish(s, end, t_start, log)
 
 
-def steps(s: setup_lib.Setup, stop, log) -> End:
+def steps(s: setup_lib.Setup, stop, log, progress=None) -> End:
   """Trains from the restored step to the last, or until a failure, a hook or `stop`."""
   c, state, step = s.c, s.state, s.step
   train_step = compiled(s, state, step, log)
@@ -88,7 +90,7 @@ def steps(s: setup_lib.Setup, stop, log) -> End:
 
     if step % c.log_every == 0 or step == s.total_steps:
       train_loss = float(m["loss"])  # the only host sync in the loop
-      failure = log_step(s, step, m, train_loss, clock, guard, log)
+      failure = log_step(s, step, m, train_loss, clock, guard, log, progress)
       if failure:
         s.clock.rest("step", loop_start)
         return end(failure=failure)  # not checkpointed: the last good state stays the latest
@@ -131,7 +133,7 @@ def compiled(s: setup_lib.Setup, state, step: int, log):
 
 
 def log_step(s: setup_lib.Setup, step: int, m, train_loss: float, clock: "Clock",
-             guard: "SpikeGuard", log) -> str | None:
+             guard: "SpikeGuard", log, progress=None) -> str | None:
   """Writes the metrics row of `step` and its progress line; returns a failure, if any."""
   tok_s = clock.lap(step)
   failure = guard.check(step, train_loss)
@@ -146,6 +148,8 @@ def log_step(s: setup_lib.Setup, step: int, m, train_loss: float, clock: "Clock"
   left = (s.total_steps - step) * s.tokens_per_step / max(tok_s, 1e-9)
   log(f"step {step}/{s.total_steps} | loss {train_loss:.4f} | {tok_s / 1e3:.1f}k tok/s | "
       f"{clock_text(left)} left")
+  if progress is not None:
+    progress(step, s.total_steps, tok_s, train_loss)
   return failure
 
 

@@ -9,7 +9,7 @@ from chinchax.launch import gke, jobset
 from chinchax.sweeps import hardware
 
 CONFIG = "sweeps/configs/tpu_v5p.py"
-BASE = ["--name=chin-v5p", f"--config={CONFIG}", "--config.seed=1",
+BASE = ["--name=chin-v5p", f"--config={CONFIG}", "--config.train.seed=1",
         "--workdir=gs://b/sweeps/v5p", "--env=TFDS_DATA_DIR=gs://b/tfds"]
 
 
@@ -55,7 +55,7 @@ def test_multi_host_tpu_slice(capsys):
                                     "https://github.com/o/chinchax", "/chinchax"]
   assert "'.[tpu,gcs]'" in script[3]
   assert shlex.split(script[-1]) == ["exec", "python3", "-m", "chinchax.sweeps.cli", "sweep",
-                                     f"--config={CONFIG}", "--config.seed=1",
+                                     f"--config={CONFIG}", "--config.train.seed=1",
                                      "--workdir=gs://b/sweeps/v5p"]
 
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 
+import ml_collections
 import pytest
 
 from chinchax.launch import gpu, local, steps, tpu
@@ -22,6 +23,15 @@ CONFIG = "sweeps/configs/chin.py"
 OVERRIDES = ["--config.grid.budgets=(1e18, 3e18)", "--config.name=it's \"a\" $HOME; *",
              "--config.note=back\\slash `x` & | > <"]
 TPU = ["--name=chin-a", "--project=my-proj", "--zone=us-east5-a"]
+
+
+@pytest.fixture(autouse=True)
+def stand_in_config_checks(monkeypatch):
+  """These tests are about plans and quoting, with a stand-in config and overrides no real
+  config has: the sweep's own checks (steps.validate_sweep) are tested in test_validate.py."""
+  data = ml_collections.ConfigDict({"tokenizer": "bytes", "spm_model": ""})
+  monkeypatch.setattr(steps, "validate_sweep",
+                      lambda config, overrides: ml_collections.ConfigDict({"train": {"data": data}}))
 
 
 @pytest.fixture

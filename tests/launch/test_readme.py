@@ -28,6 +28,43 @@ def commands() -> list[list[str]]:
   return out
 
 
+def readme_commands() -> list[list[str]]:
+  """The `chinchax ...` example lines of README.md."""
+  with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+    text = f.read()
+  out = []
+  for block in re.findall(r"```(?:bash)?\n(.*?)```", text, flags=re.S):
+    for line in block.replace("\\\n", " ").splitlines():
+      if line.startswith("chinchax ") and "[" not in line and "|" not in line:
+        out.append(shlex.split(line, comments=True))
+  return out
+
+
+# What each README command needs that a test cannot give it: training and fitting real runs.
+def _as_tested(argv: list[str]) -> list[str]:
+  if argv[1] in ("sweep", "train"):
+    return argv[1:] + ["--dry-run"]  # the plan, from the config alone
+  if argv[1] in ("fit", "report", "eval", "tokenizer", "data"):
+    return [argv[1], "--help"]  # they read runs or corpora the checkout does not hold
+  return argv[1:]
+
+
+def test_readme_has_the_commands_it_shows():
+  commands = {a[1] for a in readme_commands()}
+  assert {"plan", "fit", "sweep", "train"} <= commands
+
+
+@pytest.mark.parametrize("argv", readme_commands(), ids=lambda a: " ".join(a[:3]))
+def test_each_readme_command_runs(argv, monkeypatch, capsys, tmp_path):
+  monkeypatch.chdir(tmp_path)  # from a folder outside the checkout, as after pip install
+  monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
+  rc = cli.run(_as_tested(argv))
+  out, err = capsys.readouterr()
+  assert rc == 0, err
+  assert out.strip()
+  assert list(tmp_path.iterdir()) == []  # dry runs write nothing
+
+
 def test_the_readme_has_commands_of_every_launcher():
   modules = {a[2] for a in commands() if a[0] == "python"}
   assert modules == {f"chinchax.launch.{m}" for m in ("tpu", "gke", "gpu", "local")}

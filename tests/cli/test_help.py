@@ -1,0 +1,142 @@
+"""--help on every subcommand, --version, named configs from any folder, and one-line errors
+for missing or broken config files (in-process through the dispatcher, sweeps.cli.run)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import chinchax
+from chinchax.sweeps import cli, configs
+from chinchax.sweeps.cli import flags
+from chinchax.sweeps.cli import help as help_lib
+from chinchax.sweeps.configs import keys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(capsys, *argv):
+  rc = cli.run(list(argv))
+  out, err = capsys.readouterr()
+  return rc, out, err
+
+
+@pytest.mark.parametrize("command", sorted(cli.COMMANDS))
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_every_subcommand_has_help(capsys, command, flag):
+  rc, out, err = run(capsys, command, flag)
+  assert rc == 0, err
+  assert err == ""
+  assert f"chinchax {command}" in out  # its own usage line or text
+  assert "--" in out  # and its flags
+
+
+def test_config_commands_list_every_key_with_default_and_meaning(capsys):
+  rc, out, _ = run(capsys, "sweep", "--help")
+  assert rc == 0
+  rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+  smoke = help_lib.load(configs.path("smoke"))
+  for key, value in help_lib.flat(smoke):
+    assert key in rows, key
+    assert keys.meaning(key, sweep=True) in rows[key]
+  assert "1e+11, 3e+11" in rows["budgets"]  # the defaults, as an override would be typed
+  assert "(default runs/smoke)" in out
+  rc, out, _ = run(capsys, "train", "--help", "--config=train:tiny")
+  assert rc == 0 and "--config=train:tiny" in out
+  rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+  assert "8" in rows["batch_size"].split()[1] and "sequences per optimizer step" in rows[
+      "batch_size"]
+
+
+@pytest.mark.parametrize("name", configs.NAMES)
+def test_every_key_of_every_named_config_has_a_meaning(name):
+  c = help_lib.load(configs.path(name))
+  sweep = "train" in c
+  missing = [k for k, _ in help_lib.flat(c) if keys.meaning(k, sweep) is None]
+  assert not missing, f"{name}: add these to sweeps/configs/keys.py: {missing}"
+
+
+def test_version(capsys):
+  rc, out, _ = run(capsys, "--version")
+  assert rc == 0 and out.strip() == f"chinchax {chinchax.__version__}"
+
+
+def test_list_configs(capsys):
+  rc, out, _ = run(capsys, "sweep", "--list-configs")
+  assert rc == 0
+  for name in configs.NAMES:
+    line = next(x for x in out.splitlines() if x.split()[:1] == [name])
+    assert configs.summary(configs.path(name)) in line and len(line.split()) > 3
+
+
+@pytest.mark.parametrize("text", ["gpu_node", "tiny:", "sweeps/configs/tiny.py", "tiny.py"])
+def test_named_configs_resolve_from_any_folder(tmp_path, monkeypatch, text):
+  monkeypatch.chdir(tmp_path)
+  f = flags.parse_config_flags([f"--config={text}", "--config.bootstrap=7"], "chinchax sweep",
+                               configs.path("smoke"))
+  assert f.config.bootstrap == 7
+  name = "gpu_node" if "gpu" in text else "tiny"
+  assert configs.resolve(text).split(":")[0] == configs.path(name)
+  assert f.config.name == help_lib.load(configs.path(name)).name
+
+
+def test_a_local_file_wins_over_a_name(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  (tmp_path / "tiny.py").write_text(
+      "from chinchax.sweeps.configs import tiny\n"
+      "def get_config(arg=None):\n  c = tiny.get_config()\n  c.name = 'mine'\n  return c\n")
+  assert configs.resolve("tiny.py") == str(tmp_path / "tiny.py")
+  f = flags.parse_config_flags(["--config=tiny.py"], "chinchax sweep", configs.path("smoke"))
+  assert f.config.name == "mine"
+
+
+@pytest.mark.parametrize("body, expect", [
+    (None, "no such file, and not a named config"),
+    ("def get_config(:\n", "could not load it: SyntaxError"),
+    ("def get_config(arg=None):\n  raise ValueError('no preset x\\nsecond line')\n",
+     "could not load it: ValueError: second line"),
+    ("x = 1\n", "could not load it: AttributeError"),
+])
+def test_missing_or_broken_config_is_one_line(capsys, tmp_path, monkeypatch, body, expect):
+  monkeypatch.chdir(tmp_path)
+  if body is not None:
+    (tmp_path / "c.py").write_text(body)
+  for command in ("sweep", "train"):
+    rc, out, err = run(capsys, command, "--config=c.py", "--dry-run")
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and expect in err, err
+  assert list(tmp_path.iterdir()) == ([] if body is None else [tmp_path / "c.py"])
+
+
+@pytest.mark.slow
+def test_installed_names_and_dry_runs_from_outside_the_checkout(tmp_path):
+  """The issue's 'done when': from a folder outside the checkout, a named sweep config's dry
+  run prints the grid without data, and `train --dry-run` writes nothing."""
+  env = dict(os.environ, PYTHONPATH=ROOT, TFDS_DATA_DIR=str(tmp_path / "no_data"))
+  out = {}
+  for argv in (["sweep", "--config=gpu_node", "--dry-run"],
+               ["train", "--config=train", "--dry-run", f"--workdir={tmp_path}/w"]):
+    p = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", *argv], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert list(tmp_path.iterdir()) == []
+    out[argv[0]] = p.stdout
+  assert "C1e17-N8.84e6" in out["sweep"] and "35 cells" in out["sweep"]
+  assert "391 steps" in out["train"]
+
+
+def test_convention_flags_are_named_as_in_fit(capsys, tmp_path):
+  rc, out, err = run(capsys, "models", "--max=1e7", "--params-convention=non_embedding")
+  assert rc == 0 and "targets count non_embedding parameters" in out and err == ""
+  rc, old, err = run(capsys, "models", "--max=1e7", "--convention=non_embedding")
+  assert rc == 0 and old == out  # the old spelling still works, with one line of note
+  assert err.strip() == "chinchax models: --convention is now --params-convention"
+  rc, _, err = run(capsys, "plan", "--preset=hoffmann2022", "--flops=1e21",
+                   "--flops-convention=chinchilla")
+  assert rc == 2 and "counts flops as '6ND'" in err and len(err.strip().splitlines()) == 1
+  rc, out, _ = run(capsys, "plan", "--preset=hoffmann2022", "--flops=1e21",
+                   "--flops-convention=6ND", "--params-convention=total")
+  assert rc == 0 and "parameters N*" in out
+  rc, _, err = run(capsys, "fit", "x.csv", "--flops=6ND")
+  assert rc == 2 and "--flops-convention" in err  # --flops is a budget, in plan
