@@ -116,7 +116,7 @@ def test_cells_beyond_the_data_are_refused_when_it_is_opened(tmp_path, monkeypat
   assert cli.run(["sweep", *argv]) == 1  # one run is too few to fit
   out = capsys.readouterr().out
   assert "C2e9-N4.44e4: refused: D=7.36e+03 tokens exceeds the data's 6e+03 unique" in out
-  assert "1 of 1 cells to train" in out and "C2e9-N7e4: done" in out
+  assert "1 of 1 cells to train" in out and "C2e9-N7.02e4: done" in out
 
 
 @pytest.mark.parametrize("override, message", [
