@@ -31,8 +31,9 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # pylint: disable=wrong-import-position
 
-from chinchax.sweeps import grid, train, wsd  # pylint: disable=wrong-import-position
+from chinchax.sweeps import grid, wsd  # pylint: disable=wrong-import-position
 from chinchax.sweeps.configs import smoke  # pylint: disable=wrong-import-position
+from chinchax.sweeps.run import loop  # pylint: disable=wrong-import-position
 
 
 def sweep_config(args):
@@ -51,7 +52,7 @@ def run_cosine(cells, c, workdir):
   out = {}
   for cell in cells:
     t = time.time()
-    r = train.train(cell.train_config(c), os.path.join(workdir, cell.name), quiet=True)
+    r = loop.train(cell.train_config(c), os.path.join(workdir, cell.name), quiet=True)
     out[cell.name] = {"N": cell.N, "C": cell.budget, "D": cell.D, "loss": r["eval_loss"],
                       "tokens": cell.D, "wall": time.time() - t, "time_s": r.get("time_s")}
     print(f"  {cell.name}: {r['eval_loss']:.4f} ({time.time() - t:.1f} s)", flush=True)
@@ -75,10 +76,10 @@ def run_wsd(cells, c, workdir, decay_fraction=0.2):
                     cfg.optimizer.warmup_steps)
     tokens = (max(b.start for b in plan) + sum(b.decay_steps for b in plan)) * (
         cfg.batch_size * cfg.seq_len)
-    for cell, rec in zip(group, res["branches"]):
+    for cell, rec in zip(group, res.branches):
       out[cell.name] = {"N": cell.N, "C": cell.budget, "D": cell.D, "loss": rec["eval_loss"],
                         "tokens": tokens / len(group), "wall": wall / len(group)}
-    print(f"  N={N:,}: " + ", ".join(f"{r['eval_loss']:.4f}" for r in res["branches"])
+    print(f"  N={N:,}: " + ", ".join(f"{r['eval_loss']:.4f}" for r in res.branches)
           + f" ({wall:.1f} s)", flush=True)
   return out
 
