@@ -1,7 +1,7 @@
 """The smoke sweep's pilot: every (size, budget) cell trained, as cosine runs or WSD branches.
 
     python bench/smoke_pilot.py --budgets=3e10,1e11,3e11,1e12 --sizes=8e3,1.1e4,... \\
-        [--schedule=cosine|wsd] [--seq-len=64] [--batch=32] [--seed=0] [--workdir=DIR]
+        [--schedule=cosine|wsd] [--seq-len=64] [--batch=32] [--seed=0] [--lr=X] [--workdir=DIR]
         [--compare=OTHER_WORKDIR] [--report-only]
 
 Cells come from the smoke config (`sweeps/configs/smoke.py`: its model, data, LR and warmup
@@ -45,6 +45,8 @@ def sweep_config(args):
   c.train.seed = args.seed
   c.recipe.batch_rule, c.recipe.batch_tokens = "fixed", args.batch * args.seq_len
   c.min_steps = args.min_steps
+  if args.lr:
+    c.recipe.lr_rule, c.recipe.peak_lr = "fixed", args.lr
   return c
 
 
@@ -147,6 +149,8 @@ def main():
   p.add_argument("--batch", type=int, default=32, help="sequences per batch (fixed)")
   p.add_argument("--min-steps", type=int, default=50)
   p.add_argument("--seed", type=int, default=0)
+  p.add_argument("--lr", type=float, default=0.0, help="one peak LR for every cell (default: "
+                 "the config's LR recipe)")
   p.add_argument("--workdir", default="/tmp/chinchax-smoke-pilot")
   p.add_argument("--compare", default="", help="another pilot's workdir")
   p.add_argument("--report-only", action="store_true", help="reprint WORKDIR/pilot.json")
