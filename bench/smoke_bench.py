@@ -134,7 +134,7 @@ def checks(law: dict, workdir: str) -> list[str]:
   from chinchax.scaling import api  # pylint: disable=g-import-not-at-top
   out = []
   ok = lambda good: "PASS" if good else "FAIL"
-  head = law.get("law") or {}
+  head = law["approaches"].get("3") or {}  # the parametric law (the headline's when sound)
   if head:
     al, be, A, B = (head[k] for k in ("alpha", "beta", "A", "B"))
     out.append(f"{ok(0.05 <= al <= 1.5 and 0.05 <= be <= 1.5)}: alpha = {al:.3f}, "

@@ -60,7 +60,28 @@ either way; the price is 9 more runs' start-up (each branch restores a state and
 ~2-8 s at these loads). A branch and a cosine run at the same N, D, batch and peak LR agree:
 11.6k at 3e10, 2.297 (branch) and 2.303 (cosine). The saving is what lets the fourth budget
 into the time, so the smoke uses branches (schedule='wsd'); Approach 3 gets every branch.
-{RESULTS}
+
+What it gives (bench/smoke_bench.py; both seeds were run side by side while the 2 cores
+carried a load average of ~12, so the wall times are ~2.5x the CPU time each got):
+
+    seed 0: 42.4 min wall, 992 CPU-seconds     seed 1: 40.8 min wall, 968 CPU-seconds
+    IsoFLOP minima (Approach 2's profiles), every one strictly inside its sizes:
+      seed 0: 1.42e4 (5e10)  2.82e4 (1.5e11)  5.26e4 (5e11)  9.92e4 (1.5e12)
+      seed 1: 1.45e4         2.69e4           5.37e4         8.91e4
+    a, 90% interval     Approach 1              Approach 2              Approach 3
+      seed 0:           0.461 [0.309, 0.819]    0.565 [0.500, 0.887]    0.738 [0.537, 0.866]
+      seed 1:           0.512                   0.539 [0.516, 0.575]    0.849 [0.574, 0.873]
+    Approach 3's law: seed 0 E 0.85, A 8.26, B 1409, alpha 0.220, beta 0.620 (poorly
+      determined: the interval of a is wider than 0.3); seed 1 alpha 0.110, beta 0.617
+    `chinchax plan` at 1.5e13 FLOPs (10x the largest budget): 18.8 and 24.5 tokens/param
+
+So the design meets its own goals (4 budgets over 30x, every minimum inside, a sane plan)
+but not all of issue 12's: Approach 2's interval of a is 0.39 wide with seed 0 (0.06 with
+seed 1), Approaches 2 and 3 differ on a by 0.17 and 0.31, and the sweep takes ~16 CPU-minutes,
+not 5. Approach 3's alpha (0.11-0.22) is what separates them: at these sizes the loss hardly
+falls with N at fixed D (the models are step-limited, and the LR line gives the larger ones
+less LR), so beta/(alpha+beta) runs high. Untested causes, in order: the LR line's slope in
+N, the batch (fixed at 8 x 64 up to 1.5e12), the shared warmup of a size's branches.
 """
 
 import ml_collections
