@@ -78,10 +78,15 @@ carried a load average of ~12, so the wall times are ~2.5x the CPU time each got
 So the design meets its own goals (4 budgets over 30x, every minimum inside, a sane plan)
 but not all of issue 12's: Approach 2's interval of a is 0.39 wide with seed 0 (0.06 with
 seed 1), Approaches 2 and 3 differ on a by 0.17 and 0.31, and the sweep takes ~16 CPU-minutes,
-not 5. Approach 3's alpha (0.11-0.22) is what separates them: at these sizes the loss hardly
-falls with N at fixed D (the models are step-limited, and the LR line gives the larger ones
-less LR), so beta/(alpha+beta) runs high. Untested causes, in order: the LR line's slope in
-N, the batch (fixed at 8 x 64 up to 1.5e12), the shared warmup of a size's branches.
+not 5. Approach 3's alpha (0.11-0.22) is what separates them: its E is not pinned (0.85 with
+seed 0, 0.00 with seed 1, the losses spanning only 1.67-2.30 nats), and a low E trades
+against a flat A/N^alpha, so beta/(alpha+beta) runs high. Refitting subsets of the same runs
+(no bootstrap; a of Approach 2 / 3): without the 5e10 budget 0.605 / 0.656 and 0.519 / 0.658,
+E 1.08 and 1.32; without the two d_model-16 sizes 0.446 / 0.582 and 0.508 / 0.641. A gap of
+~0.05-0.14 stays in every subset: the parametric form does not quite describe step-limited
+models whose LR falls with N. Untested causes, in order: the LR line's slope in N, the batch
+(fixed at 8 x 64 up to 1.5e12), the shared warmup of a size's branches, budgets too low for
+the loss to approach E.
 """
 
 import ml_collections
