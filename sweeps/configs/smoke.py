@@ -28,7 +28,7 @@ standard library's source, with the shape recipe's fixed proportions (2 layers, 
 batch at every budget: one compile, and one WSD run whose branches are its cells.
 
 Why these numbers: the pilot (bench/smoke_pilot.py, every cell trained in one process; eval
-loss in nats/token; run while the 2 cores carried a load average of 5-10). The smallest
+loss in nats/token; run while the 2 cores carried a load average of 5-13). The smallest
 model the recipe makes for 258 bytes has 8.6k parameters (the old smoke's 6k was a 1-layer
 model). At these sizes training is limited by optimizer steps: at a fixed budget the
 smallest model gets the most steps and wins, so the smallest budget whose minimum lies above
