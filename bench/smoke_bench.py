@@ -1,17 +1,24 @@
 """The main job's figures: `chinchax sweep` (the CPU smoke sweep) timed end to end.
 
-    python bench/smoke_bench.py [--workdir=DIR] [--cold] [-- --config.KEY=VALUE ...]
+    python bench/smoke_bench.py [--workdir=DIR] [--cold] [--report-only] [-- --config.KEY=VALUE ...]
 
 Runs the smoke sweep in a fresh process and a fresh workdir, exactly as README's first command
 does (extra flags after `--` go to `chinchax sweep`, e.g. `--config.train.seed=1`), then
 prints
 
-* the wall time, and where each cell's time went: init (the initial state, its compile
+* the wall time, and where each cell's time went (a WSD job's stable run and its branches
+  each a row): init (the initial state, its compile
   included), compile (the train step), data, step, eval, checkpoint and other, from the
   `time_s` field of each record (`sweeps/timing.py`), with the sweep's own time outside the
   cells (dataset, grid, fit, report, process start);
-* from law.json: each budget's IsoFLOP minimum and the sizes it was sampled between, and the
-  exponents a, b of every approach with their bootstrap intervals.
+* from law.json: each budget's IsoFLOP minimum and the sizes it was sampled between, the
+  exponents a, b of every approach with their bootstrap intervals, and issue 12's checks
+  (PASS/FAIL): alpha and beta in [0.05, 1.5], A and B below 1e12, the 90% interval of a at
+  most 0.3 wide, Approaches 2 and 3 within 0.1 on a, `chinchax plan` at 10x the largest
+  budget between 1 and 1000 tokens per parameter.
+
+`--report-only` prints the split and the checks of the finished sweep in --workdir (e.g.
+runs/smoke) without running it. The sweep's own output is kept in WORKDIR/sweep_stdout.txt.
 
 `--cold` points the persistent compilation cache (`sweeps/compile_cache.py`) at an empty
 folder, as on a machine that never ran chinchax; by default the cache in ~/.cache is used, as a
@@ -48,10 +55,26 @@ def split_table(runs: list[dict]) -> list[str]:
   return [fmt(head)] + [fmt(x) for x in table]
 
 
+def stable_runs(workdir: str, runs: list[dict]) -> list[dict]:
+  """The stable runs of WSD jobs (WORKDIR/<job>/result.json): not rows of runs.jsonl (their
+  branches are), but their time is the sweep's."""
+  names, out = {r["name"] for r in runs}, []
+  for d in sorted(os.listdir(workdir)):
+    path = os.path.join(workdir, d, "result.json")
+    if os.path.exists(path):
+      with open(path) as f:
+        r = json.load(f)
+      if r.get("name") not in names:
+        out.append(r)
+  return out
+
+
 def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   p.add_argument("--workdir", default="", help="where the sweep writes (default: a temp dir)")
   p.add_argument("--cold", action="store_true", help="an empty compilation cache")
+  p.add_argument("--report-only", action="store_true",
+                 help="no sweep: print the split and the checks of --workdir's finished sweep")
   p.add_argument("flags", nargs="*", help="more `chinchax sweep` flags (after --)")
   args = p.parse_args()
   tmp = tempfile.mkdtemp(prefix="smoke-bench-")
@@ -61,24 +84,30 @@ def main() -> None:
     env["CHINCHAX_COMPILE_CACHE"] = os.path.join(tmp, "xla-cache")
   load = os.getloadavg()[0]
   t0 = time.time()
-  out = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", "sweep",
-                        f"--workdir={workdir}", *args.flags],
-                       env=env, cwd=ROOT, capture_output=True, text=True)
-  wall = time.time() - t0
-  if out.returncode != 0:
-    sys.exit(f"chinchax sweep exited {out.returncode}:\n{out.stderr[-2000:]}")
-  cells = sum(": done, eval loss" in l for l in out.stdout.splitlines())
-  print(f"chinchax sweep {' '.join(args.flags)}: {cells} cells, {wall:.1f} s wall "
-        f"({wall / 60:.2f} min), {os.cpu_count()} CPU cores, load average {load:.1f} before "
-        f"and {os.getloadavg()[0]:.1f} after, {'cold' if args.cold else 'warm'} compile cache")
+  if args.report_only:
+    wall = None
+  else:
+    out = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", "sweep",
+                          f"--workdir={workdir}", *args.flags],
+                         env=env, cwd=ROOT, capture_output=True, text=True)
+    wall = time.time() - t0
+    if out.returncode != 0:
+      sys.exit(f"chinchax sweep exited {out.returncode}:\n{out.stderr[-2000:]}")
+    with open(os.path.join(workdir, "sweep_stdout.txt"), "w") as f:
+      f.write(out.stdout)
+    jobs = sum(": done, eval loss" in l for l in out.stdout.splitlines())
+    print(f"chinchax sweep {' '.join(args.flags)}: {jobs} jobs, {wall:.1f} s wall "
+          f"({wall / 60:.2f} min), {os.cpu_count()} CPU cores, load average {load:.1f} before "
+          f"and {os.getloadavg()[0]:.1f} after, {'cold' if args.cold else 'warm'} compile cache")
 
   with open(os.path.join(workdir, "runs.jsonl")) as f:
     runs = [json.loads(l) for l in f if l.strip()]
-  for line in split_table(runs):
+  for line in split_table(runs + stable_runs(workdir, runs)):
     print("  " + line)
-  in_cells = sum(r.get("wall_s") or 0.0 for r in runs)
-  print(f"  outside the cells (process start, dataset, grid, fit, report): "
-        f"{wall - in_cells:.1f} s")
+  in_cells = sum(r.get("wall_s") or 0.0 for r in runs + stable_runs(workdir, runs))
+  if wall is not None:
+    print(f"  outside the cells (process start, dataset, grid, fit, report): "
+          f"{wall - in_cells:.1f} s")
 
   with open(os.path.join(workdir, "law.json")) as f:
     law = json.load(f)
@@ -96,6 +125,40 @@ def main() -> None:
         for k in ("a", "b") if k in entry)
     extra = "   ".join(f"{k} = {entry[k]:.3g}" for k in ("alpha", "beta") if k in entry)
     print(f"  Approach {name}: {text}   {extra}".rstrip())
+  for line in checks(law, workdir):
+    print("  " + line)
+
+
+def checks(law: dict, workdir: str) -> list[str]:
+  """Issue 12's checks of the smoke's law.json, one line each, PASS or FAIL."""
+  from chinchax.scaling import api  # pylint: disable=g-import-not-at-top
+  out = []
+  ok = lambda good: "PASS" if good else "FAIL"
+  head = law["approaches"].get("3") or {}  # the parametric law (the headline's when sound)
+  if head:
+    al, be, A, B = (head[k] for k in ("alpha", "beta", "A", "B"))
+    out.append(f"{ok(0.05 <= al <= 1.5 and 0.05 <= be <= 1.5)}: alpha = {al:.3f}, "
+               f"beta = {be:.3f} in [0.05, 1.5]")
+    out.append(f"{ok(A < 1e12 and B < 1e12)}: A = {A:.3g}, B = {B:.3g} below 1e12")
+  else:
+    out.append("FAIL: law.json has no parametric law")
+  fit2, fit3 = law["approaches"].get("2"), law["approaches"].get("3")
+  ci = (fit2 or {}).get("ci", {}).get("a")
+  if ci:
+    out.append(f"{ok(ci[1] - ci[0] <= 0.3)}: the interval of a (Approach 2) "
+               f"[{ci[0]:.3f}, {ci[1]:.3f}] is {ci[1] - ci[0]:.3f} wide (at most 0.3)")
+  else:
+    out.append("FAIL: Approach 2 gives no interval of a")
+  if fit2 and fit3:
+    d = abs(fit2["a"] - fit3["a"])
+    out.append(f"{ok(d <= 0.1)}: Approaches 2 and 3 agree on a within {d:.3f} (at most 0.1)")
+  C_max = max(fit2["points"]["C"]) if fit2 else None
+  if C_max and head:
+    p = api.plan(os.path.join(workdir, "law.json"), flops=10 * C_max).to_dict()
+    r = p["optimum"]["tokens_per_param"]
+    out.append(f"{ok(1 <= r <= 1000)}: chinchax plan at 10x the largest budget "
+               f"({10 * C_max:.3g} FLOPs) gives {r:.3g} tokens per parameter (1 to 1000)")
+  return out
 
 
 if __name__ == "__main__":

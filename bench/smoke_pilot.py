@@ -1,7 +1,7 @@
 """The smoke sweep's pilot: every (size, budget) cell trained, as cosine runs or WSD branches.
 
     python bench/smoke_pilot.py --budgets=3e10,1e11,3e11,1e12 --sizes=8e3,1.1e4,... \\
-        [--schedule=cosine|wsd] [--seq-len=64] [--batch=32] [--seed=0] [--workdir=DIR]
+        [--schedule=cosine|wsd] [--seq-len=64] [--batch=32] [--seed=0] [--lr=X] [--workdir=DIR]
         [--compare=OTHER_WORKDIR] [--report-only]
 
 Cells come from the smoke config (`sweeps/configs/smoke.py`: its model, data, LR and warmup
@@ -31,8 +31,9 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # pylint: disable=wrong-import-position
 
-from chinchax.sweeps import grid, train, wsd  # pylint: disable=wrong-import-position
+from chinchax.sweeps import grid, wsd  # pylint: disable=wrong-import-position
 from chinchax.sweeps.configs import smoke  # pylint: disable=wrong-import-position
+from chinchax.sweeps.run import loop  # pylint: disable=wrong-import-position
 
 
 def sweep_config(args):
@@ -44,6 +45,8 @@ def sweep_config(args):
   c.train.seed = args.seed
   c.recipe.batch_rule, c.recipe.batch_tokens = "fixed", args.batch * args.seq_len
   c.min_steps = args.min_steps
+  if args.lr:
+    c.recipe.lr_rule, c.recipe.peak_lr = "fixed", args.lr
   return c
 
 
@@ -51,7 +54,7 @@ def run_cosine(cells, c, workdir):
   out = {}
   for cell in cells:
     t = time.time()
-    r = train.train(cell.train_config(c), os.path.join(workdir, cell.name), quiet=True)
+    r = loop.train(cell.train_config(c), os.path.join(workdir, cell.name), quiet=True)
     out[cell.name] = {"N": cell.N, "C": cell.budget, "D": cell.D, "loss": r["eval_loss"],
                       "tokens": cell.D, "wall": time.time() - t, "time_s": r.get("time_s")}
     print(f"  {cell.name}: {r['eval_loss']:.4f} ({time.time() - t:.1f} s)", flush=True)
@@ -75,10 +78,10 @@ def run_wsd(cells, c, workdir, decay_fraction=0.2):
                     cfg.optimizer.warmup_steps)
     tokens = (max(b.start for b in plan) + sum(b.decay_steps for b in plan)) * (
         cfg.batch_size * cfg.seq_len)
-    for cell, rec in zip(group, res["branches"]):
+    for cell, rec in zip(group, res.branches):
       out[cell.name] = {"N": cell.N, "C": cell.budget, "D": cell.D, "loss": rec["eval_loss"],
                         "tokens": tokens / len(group), "wall": wall / len(group)}
-    print(f"  N={N:,}: " + ", ".join(f"{r['eval_loss']:.4f}" for r in res["branches"])
+    print(f"  N={N:,}: " + ", ".join(f"{r['eval_loss']:.4f}" for r in res.branches)
           + f" ({wall:.1f} s)", flush=True)
   return out
 
@@ -146,6 +149,8 @@ def main():
   p.add_argument("--batch", type=int, default=32, help="sequences per batch (fixed)")
   p.add_argument("--min-steps", type=int, default=50)
   p.add_argument("--seed", type=int, default=0)
+  p.add_argument("--lr", type=float, default=0.0, help="one peak LR for every cell (default: "
+                 "the config's LR recipe)")
   p.add_argument("--workdir", default="/tmp/chinchax-smoke-pilot")
   p.add_argument("--compare", default="", help="another pilot's workdir")
   p.add_argument("--report-only", action="store_true", help="reprint WORKDIR/pilot.json")

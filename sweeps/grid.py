@@ -100,6 +100,10 @@ def base_config(train: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   # Approach 1: sizes × tokens_per_param; schedule 'wsd' trains each size once with cooldown
   # branches at those D (sweeps/wsd.py) instead of one cosine run per D.
   c.fixed_n = ml_collections.ConfigDict(dict(sizes=(), tokens_per_param=(), schedule="cosine"))
+  # IsoFLOP cells: 'cosine', one run per cell; 'wsd', one run per shape and batch with a
+  # cooldown branch at each of its budgets' D (sweeps/spec.py; give a fixed batch rule, or the
+  # budgets of one size get batches of their own and so runs of their own).
+  c.schedule = "cosine"
   c.min_steps = 100          # fewer planned steps: the cell is refused
   c.allow_repeats = False    # False: refuse cells whose D exceeds the corpus's unique tokens
   c.vocab_size = 258         # the tokenizer's vocabulary (shapes and N depend on it)

@@ -70,3 +70,5 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
     raise UserError("fixed_n needs both sizes and tokens_per_param (or neither)")
   if fixed.schedule not in ("cosine", "wsd"):
     raise UserError(f"fixed_n.schedule={fixed.schedule!r} is not cosine or wsd")
+  if cfg.schedule not in ("cosine", "wsd"):
+    raise UserError(f"schedule={cfg.schedule!r} (of the IsoFLOP cells) is not cosine or wsd")

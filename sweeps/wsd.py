@@ -22,7 +22,9 @@ cosine runs.
 
 In a sweep, the fixed-N series of one size (`fixed_n.schedule='wsd'`) becomes one WSD job
 named `<series>-wsd` (`job_config`); its rows of runs.jsonl are its branches' records
-(`records`, `finished`). WSD runs its parts with the single run (sweeps/run/), which knows
+(`records`, `finished`). With `schedule='wsd'` the IsoFLOP cells of one shape and batch become
+one WSD job too, a branch at each of their budgets' D: `wsd.budgets` gives each branch its
+nominal C, which its record carries as any IsoFLOP cell's does (the fit groups budgets by it). WSD runs its parts with the single run (sweeps/run/), which knows
 nothing of WSD: a branch is a run with `init_from`, the main run one with `wsd.save_steps`.
 """
 
@@ -88,15 +90,34 @@ def branch_workdir(c: ml_collections.ConfigDict, workdir: str, b: Branch) -> str
   return os.path.join(workdir, c.name + b.name_suffix)
 
 
-def job_config(series: str, longest: ml_collections.ConfigDict, Ds) -> ml_collections.ConfigDict:
-  """The WSD job of a fixed-N series: `longest` (the train config of its largest D) with a
-  cooldown branch at each of `Ds`, named `<series>-wsd`."""
+def job_config(series: str, longest: ml_collections.ConfigDict, Ds, budgets=(),
+               warmup_steps: int | None = None) -> ml_collections.ConfigDict:
+  """The WSD job of cells of one shape and batch: `longest` (the train config of the largest
+  D) with a cooldown branch at each of `Ds`, named `<series>-wsd`. `budgets`: each D's
+  nominal C (IsoFLOP cells; empty for a fixed-N series). `warmup_steps`: the shared warmup
+  (the shortest cell's, so that every branch decays after it), default longest's."""
+  order = sorted(range(len(Ds)), key=lambda i: Ds[i])
   cfg = longest.copy_and_resolve_references()
   with cfg.unlocked():
     cfg.name = f"{series}-wsd"
+    cfg.budget = 0.0  # the stable run is no IsoFLOP point; its branches carry `wsd.budgets`
     cfg.optimizer.schedule = "wsd"
-    cfg.wsd.branches = tuple(sorted(Ds))
+    if warmup_steps is not None:
+      cfg.optimizer.warmup_steps = int(warmup_steps)
+    cfg.wsd.branches = tuple(float(Ds[i]) for i in order)
+    cfg.wsd.budgets = tuple(float(budgets[i]) for i in order) if budgets else ()
   return cfg
+
+
+def branch_budget(c: ml_collections.ConfigDict, b: Branch) -> float:
+  """The nominal C of branch `b` (`wsd.budgets`), or 0.0 (none: not an IsoFLOP point)."""
+  budgets = tuple(c.wsd.get("budgets", ()))
+  if not budgets:
+    return 0.0
+  if len(budgets) != len(c.wsd.branches):
+    raise UserError(f"wsd.budgets has {len(budgets)} values for {len(c.wsd.branches)} "
+                    "branches; give one budget per branch, or none")
+  return float(dict(zip(map(float, c.wsd.branches), budgets))[float(b.D)])
 
 
 def main_config(c: ml_collections.ConfigDict, branches: list[Branch]) -> ml_collections.ConfigDict:
@@ -106,7 +127,9 @@ def main_config(c: ml_collections.ConfigDict, branches: list[Branch]) -> ml_coll
   with m.unlocked():
     m.optimizer.schedule = "constant"
     m.tokens = float(max(b.start for b in branches) * tokens_per_step)
+    m.budget = 0.0
     m.wsd.branches = ()
+    m.wsd.budgets = ()
     m.wsd.save_steps = tuple(b.start for b in branches)
   return m
 
@@ -119,7 +142,9 @@ def branch_config(c: ml_collections.ConfigDict, b: Branch, workdir: str) -> ml_c
     r.tokens = float(b.total_steps * c.batch_size * c.seq_len)
     r.optimizer.schedule = "wsd"
     r.optimizer.decay_fraction = float(c.wsd.decay_fraction)
+    r.budget = branch_budget(c, b)
     r.wsd.branches = ()
+    r.wsd.budgets = ()
     r.wsd.save_steps = ()
     r.init_from = hooks.branch_point_dir(workdir, b.start)
     r.branch_of = c.name

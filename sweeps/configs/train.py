@@ -77,8 +77,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
 
   # Warmup-stable-decay with cooldown branches (sweeps/wsd.py): a non-empty `branches`
   # (token counts D_i) makes `chinchax train` run one constant-LR run plus one short decay per
-  # D_i, each decaying over its last `decay_fraction` of steps. `save_steps` is set by wsd.py.
-  c.wsd = ml_collections.ConfigDict(dict(branches=(), decay_fraction=0.2, save_steps=()))
+  # D_i, each decaying over its last `decay_fraction` of steps. `budgets`: the nominal C of
+  # each branch in a sweep's IsoFLOP design (empty: none). `save_steps` is set by wsd.py.
+  c.wsd = ml_collections.ConfigDict(dict(branches=(), decay_fraction=0.2, budgets=(),
+                                         save_steps=()))
   c.init_from = ""       # a checkpoint folder to start from when the run has none of its own
   c.branch_of = ""       # the run this one branches off (recorded in result.json)
 

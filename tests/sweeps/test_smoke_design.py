@@ -1,0 +1,70 @@
+"""The smoke sweep's design can pin a law: its points, with a known law's losses and noise of the
+size seen between seeds, give the checks of issue 12 (no training; the fit is the real one)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import chinchax
+from chinchax.sweeps import grid
+from chinchax.sweeps import spec as spec_lib
+from chinchax.sweeps.configs import smoke
+
+# A law whose compute-optimal sizes cross the smoke's budgets as the pilot's minima do
+# (N* from ~1.1e4 at the smallest budget to ~5e4 at the largest: a ≈ 0.43).
+ALPHA, BETA, E, B = 0.5, 0.38, 1.5, 60.0
+NOISE = 0.004  # relative: about 0.009 nats at the smoke's losses, the spread between seeds
+
+
+def _law_A(N_star, C):
+  """A such that the law's compute-optimal N at C is N_star (Hoffmann et al. eq. 4)."""
+  a = BETA / (ALPHA + BETA)
+  G = N_star / (C / 6) ** a
+  return G ** (ALPHA + BETA) * BETA * B / ALPHA
+
+
+def smoke_points():
+  """(N, D, budget) of every point the smoke's fit gets: its cells (WSD branches)."""
+  cells, refusals = grid.make_grid(smoke.get_config())
+  assert not refusals
+  return (np.array([c.N for c in cells], float), np.array([c.D for c in cells]),
+          np.array([c.budget for c in cells]))
+
+
+def test_smoke_design_properties():
+  cfg = smoke.get_config()
+  spec = spec_lib.resolve(cfg, "/tmp/unused")
+  budgets = sorted(cfg.budgets)
+  assert len(budgets) >= 4 and budgets[-1] / budgets[0] >= 30
+  for C in budgets:
+    assert len({c.N for c in spec.cells if c.budget == C}) >= 5
+  # WSD: one job per shape (one compile each), and a branch per cell of that shape.
+  shapes = {c.shape for c in spec.cells}
+  assert cfg.schedule == "wsd" and len(spec.jobs) == len(shapes)
+  assert sum(len(j.config.wsd.branches) for j in spec.jobs) == len(spec.cells)
+  assert len({c.batch_size for c in spec.cells}) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_smoke_design_pins_a_known_law(seed):
+  N, D, budget = smoke_points()
+  C0 = min(budget)
+  A = _law_A(1.1e4, C0)
+  rng = np.random.default_rng(seed)
+  loss = (E + A / N**ALPHA + B / D**BETA) * (1 + NOISE * rng.standard_normal(len(N)))
+  law = chinchax.fit({"N": N, "D": D, "loss": loss, "budget": budget}, bootstrap=200, seed=seed)
+  doc = law.doc
+  fit2, fit3 = doc["approaches"]["2"], doc["approaches"]["3"]
+  a_true = BETA / (ALPHA + BETA)
+  lo, hi = fit2["ci"]["a"]
+  assert hi - lo <= 0.3 and lo <= a_true <= hi
+  assert abs(fit2["a"] - fit3["a"]) <= 0.1
+  for C, N_opt in zip(fit2["points"]["C"], fit2["points"]["N"]):
+    sizes = N[np.abs(budget / C - 1) < 0.05]
+    assert sizes.min() < N_opt < sizes.max()  # each budget's minimum strictly inside
+  assert 0.05 <= fit3["alpha"] <= 1.5 and 0.05 <= fit3["beta"] <= 1.5
+  assert fit3["A"] < 1e12 and fit3["B"] < 1e12
+  r = chinchax.plan(law, flops=10 * max(budget)).to_dict()["optimum"]["tokens_per_param"]
+  assert 1 <= r <= 1000 and math.isfinite(r)
