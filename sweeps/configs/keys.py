@@ -64,6 +64,7 @@ TRAIN = {
     "wsd.branches": "token counts D_i of cooldown branches (non-empty: a WSD run)",
     "wsd.decay_fraction": "each branch decays over this fraction of its steps",
     "wsd.save_steps": "set by sweeps/wsd.py",
+    "wsd.budgets": "the nominal C of each branch (a sweep's IsoFLOP cells; set by the sweep)",
     "init_from": "a checkpoint folder to start from when the run has none of its own",
     "branch_of": "the run this one branches off (recorded in result.json)",
 }
@@ -94,6 +95,8 @@ SWEEP = {
     "recipe.warmup_fraction": "warmup steps as a fraction of each cell's steps",
     "recipe.min_d_model": "the smallest width the shape recipe uses",
     "recipe.min_layers": "the fewest layers the shape recipe uses",
+    "schedule": "cosine (one run per IsoFLOP cell) | wsd (one WSD run per shape and batch, "
+                "a cooldown branch at each budget's D)",
     "executor": "where cells run: local | packed | ray",
     "devices_per_cell": "packed: devices of each cell's sub-mesh",
     "ray_address": "ray: the cluster to join; empty starts a local one",
