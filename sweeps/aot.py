@@ -193,7 +193,12 @@ class Lowered:
 def lower(setup: Setup, devices: Sequence, with_eval: bool = True) -> Lowered:
   """Traces and lowers the setup's steps over `devices` (UserError if it cannot shard)."""
   mesh = mesh_lib.make_mesh(setup.mesh, devices=devices)
-  cfg = setup.model.validate()
+  cfg = setup.model
+  if cfg.attn_block is None and devices[0].platform != "cpu":
+    # The CPU's query blocks are chosen by the backend that runs; a target compiled for on
+    # this CPU runs the plain attention its own backend would.
+    cfg = dataclasses.replace(cfg, attn_block=0)
+  cfg = cfg.validate()
   tx = optimizer.make(setup.optimizer)  # the run's: the learning rate an argument of the step
   rules = sharding.RULES
   abstract, _ = step_lib.state_shardings(cfg, tx, mesh, rules, setup.mode)

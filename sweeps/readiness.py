@@ -138,7 +138,8 @@ class Row:
 
   @property
   def analytic_flops(self) -> float:
-    return conventions.flops_per_token(self.cell.shape, "chinchilla") * self.cell.tokens_per_batch
+    tokens = self.cell.batch_size * self.cell.seq_len
+    return conventions.flops_per_token(self.cell.shape, "chinchilla") * tokens
 
 
 def _fits(programs, budget) -> bool:
@@ -258,7 +259,8 @@ def row_json(r: Row) -> dict:
       "compiled_flops_per_step": r.train.flops,
       "analytic_flops_per_step": {
           "chinchilla": r.analytic_flops,
-          "6ND": conventions.flops_per_token(r.cell.shape, "6ND") * r.cell.tokens_per_batch},
+          "6ND": conventions.flops_per_token(r.cell.shape, "6ND") * r.cell.batch_size
+                 * r.cell.seq_len},
       "flops_ratio": r.train.flops / r.analytic_flops if r.train.flops else None,
       "compile_s": r.train.compile_s + (r.eval.compile_s if r.eval else 0.0),
       "remedy": list(r.remedy) if r.remedy else None, "remedy_hbm_bytes": r.remedy_hbm,
@@ -289,11 +291,11 @@ def dry_run(spec: spec_lib.Spec, opts: Options) -> int:
     print("unique tokens and the vocabulary are checked when the data is opened for training")
     return 0
 
-  spec = opts.compile or str(c.get("target", "") or "")
-  if not spec:
+  where = opts.compile or str(c.get("target", "") or "")
+  if not where:
     raise UserError("--compile needs a target: set `target` in the config (e.g. "
                     "c.target = 'v5p:2x2x4') or write --compile=v5p:2x2x4 (or --compile=local)")
-  target = None if spec == "local" else hardware.parse_target(spec)
+  target = None if where == "local" else hardware.parse_target(where)
   devices = aot.target_devices(target)
   if spec.executor.kind == "packed":
     devices = devices[:spec.executor.devices_per_cell]

@@ -64,7 +64,9 @@ def test_out_of_hbm_is_refused_and_remat_makes_it_fit():
   target = hardware.parse_target("v5e:1x1")  # one 16 GiB chip
   devices = aot.target_devices(target)
   s = Shape(d_model=512, n_layers=4, n_heads=4, d_ff=1408, vocab_size=32000, seq_len=1024)
-  setup = aot.Setup(ModelConfig(s), optimizer.OptimizerConfig(), 100, (1, 1, 1), "fsdp", 48)
+  # Layers in a loop, as deep models run: unrolled, XLA rematerialises on its own to fit.
+  model = ModelConfig(s, unroll_layers=0)
+  setup = aot.Setup(model, optimizer.OptimizerConfig(), 100, (1, 1, 1), "fsdp", 48)
   train, ev = aot.compile_setup(setup, devices)
   assert train.error and "RESOURCE_EXHAUSTED" in train.error and ev is None
   budget = int(target.chip.hbm_bytes * 0.9)
