@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import os
 import re
+import sys
 import traceback
 
 import ml_collections
@@ -55,6 +56,10 @@ def parse_config_flags(argv: list[str], prog: str, default_config: str,
   flags.DEFINE_string("workdir", default_workdir, "run directory", flag_values=fv)
   flags.DEFINE_boolean("dry_run", False, "print the plan and exit", flag_values=fv)
   flags.DEFINE_boolean("quiet", False, "no progress lines", flag_values=fv)
+  # ml_collections loads every config file as the module `config_config` and re-executes a
+  # second file into the first one's module, so a file without get_config() would find the
+  # previous file's: a fresh module each parse.
+  sys.modules.pop("config_config", None)
   try:
     # Inside the try: the default config file is loaded, with the overrides, right here.
     config_flags.DEFINE_config_file("config", default=default_config, flag_values=fv,
@@ -131,7 +136,8 @@ def _flag_error(e: Exception, argv: list[str], path: str) -> str:
     flag = next((a.split("=")[0] for a in argv
                  if a.startswith("--config.") and name in a.split("=")[0].split(".")), None)
     if flag:
-      hint = f"did you mean {suggestion!r}?" if suggestion else "check the spelling"
+      hint = (f"did you mean {suggestion!r}?" if suggestion else
+              "check the spelling against the config file")
       return f"{flag}: the config has no key {name!r}; {hint}"
   if isinstance(e, AttributeError) and "has no attribute 'get_config'" in str(e):
     return f"--config={path}: defines no get_config(); a config file is Python with a " \
