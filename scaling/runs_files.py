@@ -189,7 +189,8 @@ def read_csv(path: str, flops: str):
     budget = _positive(where, "budget", r["budget"]) if r.get("budget") else math.nan
     U = _positive(where, "U", r["U"]) if r.get("U") else math.nan
     rows.append(dict(name=r.get("run") or f"{base}:{line}", N=N, D=D, C=C, loss=loss,
-                     budget=budget, U=U, schedule=r.get("schedule") or "cosine"))
+                     budget=budget, U=U, schedule=r.get("schedule") or "cosine",
+                     status=r.get("status", "")))
   if len({r["name"] for r in rows}) < len(rows):
     raise UserError(f"{path}: the 'run' column repeats a name; give each row its own")
   return rows, failed
