@@ -88,11 +88,13 @@ def read_records(path: str, workdir: str, params: str, flops: str):
   latest = {}
   for where, rec in _json_lines(path):
     if rec.get("schema") != RUN_SCHEMA:
-      raise UserError(f"{where}: schema is {rec.get('schema')!r}, expected {RUN_SCHEMA!r}")
+      raise UserError(f"{where}: schema is {_short(rec.get('schema'))}, expected "
+                      f"{RUN_SCHEMA!r}")
     if not isinstance(rec.get("name"), str) or not rec["name"]:
       raise UserError(f"{where}: record has no name")
     if rec.get("status") not in ("done", "failed"):
-      raise UserError(f"{where}: status is {rec.get('status')!r}, expected 'done' or 'failed'")
+      raise UserError(f"{where}: status is {_short(rec.get('status'))}, expected 'done' or "
+                      "'failed'")
     latest.pop(rec["name"], None)  # a re-run moves to the end, keeping the log's order
     latest[rec["name"]] = (where, rec)
   if not latest:
