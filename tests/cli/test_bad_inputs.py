@@ -383,3 +383,13 @@ def test_unwritable_workdir_is_one_line(cmd, where, tmp_path, monkeypatch):
   assert rc == 2 and len(err.splitlines()) == 1, err
   assert re.match(rf"chinchax {cmd}: error: {wd}: cannot (write in|create) it "
                   r"\(Permission denied\)", err)
+
+
+def test_a_config_without_get_config_after_a_good_one(tmp_path, monkeypatch):
+  """ml_collections loads every config file into one module name: the second file must not
+  find the first one's get_config (in-process, as a notebook or a test parses twice)."""
+  _stop_before_data(monkeypatch)
+  (tmp_path / "c.py").write_text("x = 1\n")
+  assert run_cli(["sweep", "--dry-run"])[0] == 0  # loads the default smoke config
+  rc, _, err = run_cli(["sweep", f"--config={tmp_path}/c.py", f"--workdir={tmp_path}/wd"])
+  assert rc == 2 and "defines no get_config()" in err, err

@@ -11,7 +11,7 @@ import os
 
 import ml_collections
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from chinchax.scaling.errors import UserError
 from chinchax.sweeps import spec as spec_lib
@@ -84,6 +84,8 @@ def test_train_overrides(pairs):
 
 @FAST
 @given(st.lists(st.tuples(keys(SWEEP_KEYS), values), min_size=1, max_size=2))
+@example([("recipe.lr_exponent", "75")])  # found: the LR rule overflowed a float
+@example([("budgetz", "1")])
 def test_sweep_overrides(pairs):
   _accept_or_refuse([f"--config.{k}={v}" for k, v in pairs], sweep_cli.DEFAULT_CONFIG,
                     _resolve_sweep)

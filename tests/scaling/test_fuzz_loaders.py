@@ -12,7 +12,7 @@ import tempfile
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from chinchax.scaling import api
 from chinchax.scaling import presets
@@ -147,6 +147,9 @@ def mutated_records(draw) -> bytes:
 
 @FAST
 @given(mutated_records())
+@example(json.dumps(dict(RECORD, status=[-10**300, 10**80])).encode())  # found: a long line
+@example(json.dumps(dict(RECORD, curve=5)).encode())  # found: a curve that is no file name
+@example(json.dumps(RECORD).replace("20000000.0", "9" * 400).encode())  # beyond a float
 def test_runs_jsonl_of_mutated_records(data):
   _load_runs(_file("mutated.jsonl", data))
 
@@ -213,8 +216,20 @@ def mutated_laws(draw) -> bytes:
   return json.dumps(doc).encode()
 
 
+def _edit(doc: dict, path: tuple, value) -> bytes:
+  doc = json.loads(json.dumps(doc))
+  node = doc
+  for key in path[:-1]:
+    node = node[key]
+  node[path[-1]] = value
+  return json.dumps(doc).encode()
+
+
 @FAST
 @given(mutated_laws())
+@example(_edit(LAWS[0], ("law", "form"), {}))  # found: an unhashable form
+@example(_edit(LAWS[-3], ("data", "N"), [1, 10**400]))  # found: an integer beyond a float
+@example(b"[" * 100000)  # nesting deeper than Python's recursion limit
 def test_law_of_mutated_valid_laws(data):
   _load_law(_file("mutated.json", data))
 
