@@ -60,6 +60,7 @@ def parse_config_flags(argv: list[str], prog: str, default_config: str,
   # second file into the first one's module, so a file without get_config() would find the
   # previous file's: a fresh module each parse.
   sys.modules.pop("config_config", None)
+  logging.getLogger("absl").addFilter(_no_none_notice)  # the UserError below says it
   try:
     # Inside the try: the default config file is loaded, with the overrides, right here.
     config_flags.DEFINE_config_file("config", default=default_config, flag_values=fv,
@@ -164,6 +165,11 @@ def _named_flag(message: str, argv: list[str]) -> str:
   flag = next((a for a in argv if a.startswith("--config.") and a.split("=", 1)[-1] ==
                m.group(1)), None)
   return f"{flag}: cannot parse {m.group(1)!r} as a value" if flag else message
+
+
+def _no_none_notice(record: logging.LogRecord) -> bool:
+  # ml_collections logs a config returning None before the one-line refusal says so.
+  return "get_config() returned None" not in str(record.msg)
 
 
 def _no_custom_config_notice(record: logging.LogRecord) -> bool:

@@ -393,3 +393,34 @@ def test_a_config_without_get_config_after_a_good_one(tmp_path, monkeypatch):
   assert run_cli(["sweep", "--dry-run"])[0] == 0  # loads the default smoke config
   rc, _, err = run_cli(["sweep", f"--config={tmp_path}/c.py", f"--workdir={tmp_path}/wd"])
   assert rc == 2 and "defines no get_config()" in err, err
+
+
+# A sample run as real processes: stderr there also holds what logging writes, which the
+# in-process table cannot see.
+SUBPROCESS_SAMPLE = ("config-missing", "config-returns-none", "config-raises",
+                     "override-misspelled-key", "workdir-is-a-file", "heads-do-not-divide",
+                     "runs-short-row", "runs-out-equals-input", "jsonl-deep-nesting",
+                     "law-truncated", "plan-infinite")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] in SUBPROCESS_SAMPLE],
+                         ids=lambda c: c[0])
+def test_bad_input_from_the_command_line(case, tmp_path):
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  _, cmd, files, argv, expect = case
+  for name, text in files.items():
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+  before = _tree(tmp_path)
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  p = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", cmd,
+                      *(a.format(d=tmp_path) for a in argv)], cwd=root, capture_output=True,
+                     text=True, timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+  assert p.returncode == 2 and p.stdout == "", p.stderr[-2000:]
+  lines = p.stderr.splitlines()
+  assert len(lines) == 1 and lines[0].startswith(f"chinchax {cmd}: error: "), p.stderr[-2000:]
+  assert re.search(expect, lines[0])
+  assert _tree(tmp_path) == before
