@@ -86,6 +86,8 @@ def test_train_overrides(pairs):
 @given(st.lists(st.tuples(keys(SWEEP_KEYS), values), min_size=1, max_size=2))
 @example([("recipe.lr_exponent", "75")])  # found: the LR rule overflowed a float
 @example([("budgetz", "1")])
+@example([("sizes", "5.599782390715612e-175")])  # found: a math domain error in the recipe
+@example([("sizes", "1.872597015481579e+306")])  # found: an infinite number of layers
 def test_sweep_overrides(pairs):
   _accept_or_refuse([f"--config.{k}={v}" for k, v in pairs], sweep_cli.DEFAULT_CONFIG,
                     _resolve_sweep)
