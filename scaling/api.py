@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from chinchax.scaling import atomic
 from chinchax.scaling import fit_pipeline
 from chinchax.scaling import parametric
 from chinchax.scaling import plan as plan_lib
@@ -87,6 +88,7 @@ def fit_detailed(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.
       approaches=_approaches(approaches), bootstrap=bootstrap, ci=ci, seed=seed, delta=delta,
       base_law=base, base_source=base.source if base is not None else "")
   fit_pipeline.check_options(options)
+  _check_outputs(runs, out, plots)
   runs = as_runs(runs, params_convention=params_convention, flops_convention=flops_convention,
                  schedule=schedule)
   if base is not None and (base.conventions["params"], base.conventions["flops"]) != (
@@ -104,6 +106,21 @@ def fit_detailed(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.
     from chinchax.scaling import fit_plots  # pylint: disable=g-import-not-at-top  (matplotlib)
     written += fit_plots.write_plots(fitted, os.fspath(plots))
   return law, runs, written
+
+
+def _check_outputs(runs, out, plots) -> None:
+  """Refuse, before the fit, outputs that cannot be written or would overwrite an input."""
+  if out:
+    atomic.check_writable(out, "out")
+    inputs = [runs] if isinstance(runs, (str, os.PathLike)) else (
+        runs if isinstance(runs, (list, tuple)) else [])
+    for path in inputs:
+      if isinstance(path, (str, os.PathLike)) and not atomic.is_remote(path) and \
+          os.path.abspath(os.fspath(path)) == os.path.abspath(os.fspath(out)):
+        raise UserError(f"out {os.fspath(out)} is one of the runs files; writing law.json "
+                        "there would overwrite the input: give another --out")
+  if plots:
+    atomic.check_writable(plots, "plots", folder=True)
 
 
 def fit(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.9, seed: int = 0,

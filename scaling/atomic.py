@@ -147,7 +147,33 @@ def makedirs(path: PathLike) -> None:
   # An object store has no folders, only name prefixes that a write makes; asking gcsfs to
   # make one would create a missing bucket (a mistyped name) instead of failing.
   if not is_remote(path):
-    os.makedirs(path, exist_ok=True)
+    try:
+      os.makedirs(path, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+      raise UserError(f"{os.fspath(path)}: not a folder (a file is in the way); give a "
+                      "folder path") from None
+    except PermissionError as e:
+      raise UserError(f"{os.fspath(path)}: cannot create it ({e.strerror}); give a folder "
+                      "you can write") from None
+
+
+def check_writable(path: PathLike, what: str, folder: bool = False) -> None:
+  """UserError, before any work, when `path` cannot become a file (or with `folder`, a
+  folder): it is the other kind already, or a file stands where a parent folder must be."""
+  if is_remote(path):
+    return
+  path = os.path.abspath(os.fspath(path))
+  if os.path.isdir(path) and not folder:
+    raise UserError(f"{what} {path} is a folder; give a file path, e.g. "
+                    f"{os.path.join(path, 'law.json')}")
+  if os.path.exists(path) and folder and not os.path.isdir(path):
+    raise UserError(f"{what} {path}: not a folder (a file is in the way); give a folder path")
+  parent = os.path.dirname(path)
+  while parent and not os.path.exists(parent):
+    parent = os.path.dirname(parent) if os.path.dirname(parent) != parent else ""
+  if parent and not os.path.isdir(parent):
+    raise UserError(f"{what} {path}: {parent} is a file, not a folder; give a path under a "
+                    "folder")
 
 
 def read_bytes(path: PathLike) -> bytes | None:
@@ -176,7 +202,7 @@ def write_bytes(path: PathLike, data: bytes) -> None:
     return
   path = os.fspath(path)
   folder = os.path.dirname(os.path.abspath(path))
-  os.makedirs(folder, exist_ok=True)
+  makedirs(folder)
   fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
   try:
     # mkstemp makes 0600 files; artifacts are meant to be shared like any other file.

@@ -14,7 +14,9 @@ law.json (`base_law`) or jointly from Approach 3's.
 
 Warnings: each approach's own (its entry's `warnings`) and the fit's (too few runs, a poorly
 determined Approach 3, dropped bootstrap refits, disagreement, the data-constrained fit's)
-all reach law.json's top-level `warnings`, each approach's prefixed with its name.
+all reach law.json's top-level `warnings`, each approach's prefixed with its name. First
+among them, the data's own (scaling.data_checks: N and D that look swapped, duplicate rows,
+unfinished runs, budgets that disagree with C).
 """
 
 import dataclasses
@@ -27,6 +29,7 @@ import numpy as np
 from chinchax.scaling import bootstrap as bootstrap_lib
 from chinchax.scaling import agreement
 from chinchax.scaling import caveats
+from chinchax.scaling import data_checks
 from chinchax.scaling import dc_fit
 from chinchax.scaling import envelope, isoflop, isoflop_bootstrap, parametric, power
 from chinchax.scaling import law_build
@@ -169,7 +172,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   check_options(o)
   log = log or (lambda _: None)
   wanted, explicit = _wanted(o)
-  warnings, notes = [], []
+  warnings, notes = data_checks.warnings(runs), []
   if runs.n_failed:
     notes.append(f"{runs.n_failed} failed runs skipped")
   all_runs, repeats = runs, runs.repeats

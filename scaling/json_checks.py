@@ -13,7 +13,12 @@ def shown(x) -> str:
 
 
 def _is_number(x) -> bool:
-  return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+  if not isinstance(x, (int, float)) or isinstance(x, bool):
+    return False
+  try:
+    return math.isfinite(x)
+  except OverflowError:  # an integer beyond any float: JSON allows it, no law needs it
+    return False
 
 
 def number(x, where: str, kind: str = "finite", nullable: bool = False):

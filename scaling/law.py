@@ -47,6 +47,11 @@ def load_law(path: str | os.PathLike) -> dict[str, Any]:
   except json.JSONDecodeError as e:
     raise UserError(f"{path} is not valid JSON (line {e.lineno}, column {e.colno}: "
                     f"{e.msg}); expected a law.json written by `chinchax fit`") from None
+  except RecursionError:
+    raise UserError(f"{path}: JSON nested too deep to be a law.json; expected a law.json "
+                    "written by `chinchax fit`") from None
+  except ValueError as e:  # e.g. an integer of more digits than Python will convert
+    raise UserError(f"{path} is not a readable law.json ({e})") from None
   try:
     return schema.read(obj)
   except UserError as e:

@@ -74,7 +74,7 @@ def upgrade_v1(doc: dict) -> dict:
 def _law(obj_: Any) -> tuple[str, np.ndarray]:
   law = obj(obj_, "law", ("form",))
   form = law["form"]
-  if form not in COLUMNS:
+  if not isinstance(form, str) or form not in COLUMNS:
     raise UserError(f"law.form: expected {PARAMETRIC!r} or {POWER!r}, got {shown(form)}")
   obj(law, "law", COLUMNS[form])
   if form == PARAMETRIC:

@@ -13,7 +13,8 @@ Optional: U unique tokens (scaling.data_constrained, with the law's fitted R_D*,
 has them, else the published ones) and T inference tokens (scaling.inference); both need a
 law that predicts losses. Intervals are percentile bands of the law's bootstrap draws at
 `level` (default: the law's). Every plan reports how far it lies outside the fitted ranges
-(scaling.extrapolation).
+(scaling.extrapolation), and warns when N lies outside SENSIBLE_N or D/N outside
+SENSIBLE_TOKENS_PER_PARAM (a plan for 1 FLOP is no model anyone trains).
 
 `plan` returns a `Plan`: one JSON-ready dict (`to_dict()`), printed by `str(plan)`.
 """
@@ -33,6 +34,9 @@ from chinchax.scaling.errors import UserError
 from chinchax.scaling.law import ScalingLaw
 
 MAX_EPOCHS = 4.0  # Muennighoff et al.: up to ~4 epochs cost about as little as fresh data
+# A plan outside these ranges is no language model anyone trains: warned about, not refused.
+SENSIBLE_N = (1e3, 1e13)
+SENSIBLE_TOKENS_PER_PARAM = (1.0, 1000.0)
 
 
 def _check_positive(name: str, x: float | None) -> None:
@@ -65,6 +69,20 @@ def resolve_budget(law: ScalingLaw, C=None, N=None, D=None) -> tuple[dict[str, A
     return {"C": law.budget_for_tokens(D), "N": None, "D": None, "source": "tokens"}, warnings
   raise UserError("nothing to plan: give --flops=C, or --params/--tokens (one alone, or two "
                   "of --params/--tokens/--flops)")
+
+
+def sanity(N: float, D: float) -> list[str]:
+  """One warning each for N, and D/N, outside the ranges any trained model falls in."""
+  out = []
+  lo, hi = SENSIBLE_N
+  if not lo <= N <= hi:
+    out.append(f"N = {fmt.num(N)} parameters is outside any sensible model size "
+               f"[{fmt.num(lo)}, {fmt.num(hi)}]; check the budget and its units (FLOPs)")
+  lo, hi = SENSIBLE_TOKENS_PER_PARAM
+  if not lo <= D / N <= hi:
+    out.append(f"D/N = {D / N:.3g} tokens per parameter is outside the sensible "
+               f"[{lo:g}, {hi:g}] (compute-optimal is ~20); check N, D and C")
+  return out
 
 
 def compute_optimal(law: ScalingLaw, C: float, level: float | None = None) -> dict[str, Any]:
@@ -187,6 +205,7 @@ def plan(law: ScalingLaw, *, C: float | None = None, N: float | None = None,
   N_q, D_q = pair if pair else (best["N"], best["D"])
   result["extrapolation"], more = extrapolation_lib.extrapolation(law, N_q, D_q, C, level)
   warnings += more
+  warnings += sanity(N_q, D_q)
   if U is not None:
     result["data_constrained"], more = data_constrained_plan(law, C, U, pair)
     warnings += more

@@ -21,6 +21,8 @@ keeps `cosine`, `wsd` or `all` of them.
 
 In a `runs.jsonl` a later record with the same name replaces an earlier one (the file is an
 append-only log; a re-run appends). Records with status `failed` are skipped and counted.
+A CSV row whose `status` is neither failed nor done/finished (e.g. `running`) is used, and
+named in `Runs.unfinished` for the fit's warning (scaling.data_checks).
 Run names are made unique across paths by prefixing a duplicate with its path.
 
 Budget groups (`budget_groups`): runs with a nominal `budget` are grouped by it exactly.
@@ -40,6 +42,7 @@ from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.scaling.errors import UserError
 from chinchax.scaling.runs_files import RUN_SCHEMA, Curve, read_csv, read_records  # noqa: F401
 SCHEDULES = ("cosine", "wsd", "all")
+FINISHED = ("", "done", "finished", "complete", "completed")  # a CSV's `status` of a used run
 BUDGET_RTOL = 0.05
 
 
@@ -60,6 +63,7 @@ class Runs:
   n_failed: int = 0
   schedule: tuple[str, ...] = ()  # per run; empty: all "cosine" (runs made from arrays)
   U: np.ndarray | None = None  # unique tokens per run; NaN where unknown; None: none known
+  unfinished: tuple[tuple[str, str], ...] = ()  # (name, status) of runs not marked done
 
   @property
   def repeats(self) -> np.ndarray:
@@ -192,7 +196,9 @@ def load_runs(paths: Sequence[str], params: str = "total", flops: str = "6ND",
                     f"({n_failed} failed runs skipped)")
   col = lambda k: np.array([r[k] for r in rows], np.float64)
   U = col("U")
+  unfinished = tuple((r["name"], r["status"]) for r in rows
+                     if str(r.get("status", "")).lower() not in FINISHED)
   return Runs(col("N"), col("D"), col("C"), col("loss"), col("budget"),
               tuple(r["name"] for r in rows), tuple(curves), params, flops,
               tuple(map(os.fspath, paths)), n_failed, tuple(r["schedule"] for r in rows),
-              U=None if np.all(np.isnan(U)) else U)
+              U=None if np.all(np.isnan(U)) else U, unfinished=unfinished)

@@ -35,11 +35,21 @@ class Curve:
 def _positive(where: str, field: str, value: Any) -> float:
   try:
     x = float(value)
-  except (TypeError, ValueError):
-    raise UserError(f"{where}: {field} is not a number: {value!r}") from None
+  except (TypeError, ValueError, OverflowError):
+    raise UserError(f"{where}: {field} is not a number: {_short(value)}") from None
   if not (math.isfinite(x) and x > 0):
-    raise UserError(f"{where}: {field} must be a positive finite number, got {value!r}")
+    raise UserError(f"{where}: {field} must be a positive finite number, got {_short(value)}")
   return x
+
+
+def _columns(header: list[str]) -> str:
+  text = ", ".join(header)
+  return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _short(value: Any) -> str:
+  text = repr(value)
+  return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _text(path: str, encoding: str = "utf-8", what: str = "") -> str:
@@ -64,6 +74,11 @@ def _json_lines(path: str):
         obj = json.loads(line)
       except json.JSONDecodeError as e:
         raise UserError(f"{path}:{i}: not valid JSON ({e.msg})") from None
+      except RecursionError:
+        raise UserError(f"{path}:{i}: JSON nested too deep; expected one flat run record "
+                        "per line") from None
+      except ValueError as e:  # e.g. an integer of more digits than Python will convert
+        raise UserError(f"{path}:{i}: not a readable JSON value ({e})") from None
       if not isinstance(obj, dict):
         raise UserError(f"{path}:{i}: expected a JSON object per line")
       yield f"{path}:{i}", obj
@@ -73,11 +88,13 @@ def read_records(path: str, workdir: str, params: str, flops: str):
   latest = {}
   for where, rec in _json_lines(path):
     if rec.get("schema") != RUN_SCHEMA:
-      raise UserError(f"{where}: schema is {rec.get('schema')!r}, expected {RUN_SCHEMA!r}")
+      raise UserError(f"{where}: schema is {_short(rec.get('schema'))}, expected "
+                      f"{RUN_SCHEMA!r}")
     if not isinstance(rec.get("name"), str) or not rec["name"]:
       raise UserError(f"{where}: record has no name")
     if rec.get("status") not in ("done", "failed"):
-      raise UserError(f"{where}: status is {rec.get('status')!r}, expected 'done' or 'failed'")
+      raise UserError(f"{where}: status is {_short(rec.get('status'))}, expected 'done' or "
+                      "'failed'")
     latest.pop(rec["name"], None)  # a re-run moves to the end, keeping the log's order
     latest[rec["name"]] = (where, rec)
   if not latest:
@@ -96,6 +113,9 @@ def read_records(path: str, workdir: str, params: str, flops: str):
     rows.append(dict(name=rec["name"], N=N, D=D, C=C, loss=loss, budget=budget, U=U,
                      schedule=str(rec.get("schedule") or "cosine")))
     if rec.get("curve"):
+      if not isinstance(rec["curve"], str):
+        raise UserError(f"{where} ({rec['name']}): curve must be a file name such as "
+                        f"'metrics.jsonl', got {_short(rec['curve'])}")
       curve_path = os.path.join(workdir, rec["name"], rec["curve"])
       if atomic.exists(curve_path):
         curves.append(read_curve(curve_path, rec["name"], N, C / D))
@@ -119,17 +139,36 @@ def read_curve(path: str, name: str, N: float, flops_per_token: float) -> Curve:
 def read_csv(path: str, flops: str):
   text = _text(path, encoding="utf-8-sig", what=" as CSV")  # -sig: a spreadsheet's BOM
   try:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    header = [h.strip() for h in (reader.fieldnames or [])]
-    records = [(reader.line_num, r) for r in reader]
+    reader = csv.reader(io.StringIO(text, newline=""))
+    table = [(reader.line_num, row) for row in reader if any(cell.strip() for cell in row)]
   except csv.Error as e:
     raise UserError(f"{path}: cannot read as CSV: {e}") from None
+  if not table:
+    raise UserError(f"{path}: empty; expected a header line such as N,D,loss and one row "
+                    "per run")
+  header = [h.strip() for h in table[0][1]]
+  if len(header) == 1:
+    for sep, word in ((";", "semicolon"), ("\t", "tab"), ("|", "bar")):
+      if sep in header[0]:
+        raise UserError(f"{path}: the header is {word}-separated; chinchax reads "
+                        "comma-separated CSV (save it as CSV with commas)")
+  repeated = sorted({h for h in header if header.count(h) > 1})
+  if repeated:
+    raise UserError(f"{path}: column {_short(repeated[0])} appears more than once in the header; "
+                    "keep one")
+  records = []
+  for line, row in table[1:]:
+    if len(row) != len(header):
+      kind = "short" if len(row) < len(header) else "long"
+      raise UserError(f"{path}:{line}: {len(row)} values for the {len(header)} columns "
+                      f"{_columns(header)} (a {kind} row); give one value per column")
+    records.append((line, dict(zip(header, row))))
   for need in ("N", "loss"):
     if need not in header:
-      raise UserError(f"{path}: missing column {need!r} (columns: {', '.join(header)})")
+      raise UserError(f"{path}: missing column {need!r} (columns: {_columns(header)})")
   if "D" not in header and "C" not in header:
     raise UserError(f"{path}: needs a column 'D' (tokens) or 'C' (FLOPs); "
-                    f"columns: {', '.join(header)}")
+                    f"columns: {_columns(header)}")
   if flops == "chinchilla" and "C" not in header:
     raise UserError(f"{path}: --flops=chinchilla needs a 'C' column; a CSV without one "
                     "can only give C = 6ND")
@@ -137,7 +176,7 @@ def read_csv(path: str, flops: str):
     raise UserError(f"{path}: no rows")
   rows, failed, base = [], 0, os.path.basename(path)
   for line, raw in records:
-    r = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}
+    r = {k: v.strip() for k, v in raw.items()}
     where = f"{path}:{line}"
     if r.get("status", "done") == "failed":
       failed += 1
@@ -152,7 +191,8 @@ def read_csv(path: str, flops: str):
     budget = _positive(where, "budget", r["budget"]) if r.get("budget") else math.nan
     U = _positive(where, "U", r["U"]) if r.get("U") else math.nan
     rows.append(dict(name=r.get("run") or f"{base}:{line}", N=N, D=D, C=C, loss=loss,
-                     budget=budget, U=U, schedule=r.get("schedule") or "cosine"))
+                     budget=budget, U=U, schedule=r.get("schedule") or "cosine",
+                     status=r.get("status", "")))
   if len({r["name"] for r in rows}) < len(rows):
     raise UserError(f"{path}: the 'run' column repeats a name; give each row its own")
   return rows, failed

@@ -21,6 +21,18 @@ def numbers(x, where: str) -> list[float]:
   return out
 
 
+SIZES = (1e2, 1e15)  # parameters: beyond these no shape exists (and the recipe overflows)
+
+
+def _sizes(x, where: str) -> list[float]:
+  out = numbers(x, where)
+  for v in out:
+    if not SIZES[0] <= v <= SIZES[1]:
+      raise UserError(f"{where} holds {v!r} parameters; sizes must lie in "
+                      f"[{SIZES[0]:g}, {SIZES[1]:g}]")
+  return out
+
+
 def sizes_per_budget(cfg, budgets: list[float]) -> list[list[float] | None]:
   """Explicit sizes for each budget, or None where the prior picks them."""
   sizes = cfg.sizes
@@ -30,8 +42,8 @@ def sizes_per_budget(cfg, budgets: list[float]) -> list[list[float] | None]:
     if len(sizes) != len(budgets):
       raise UserError(f"sizes has {len(sizes)} lists for {len(budgets)} budgets; give one "
                       "list per budget, or one flat list used at every budget")
-    return [numbers(s, f"sizes[{i}]") or None for i, s in enumerate(sizes)]
-  flat = numbers(list(sizes), "sizes")
+    return [_sizes(s, f"sizes[{i}]") or None for i, s in enumerate(sizes)]
+  flat = _sizes(list(sizes), "sizes")
   return [flat] * len(budgets)
 
 
@@ -64,7 +76,7 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
   if any(s is None for s in sizes) and not cfg.prior:
     raise UserError("prior is empty and some budgets have no explicit sizes: set prior to "
                     "'preset:NAME', 'tokens_per_param:R' or a law.json path")
-  numbers(list(fixed.sizes), "fixed_n.sizes")
+  _sizes(list(fixed.sizes), "fixed_n.sizes")
   numbers(list(fixed.tokens_per_param), "fixed_n.tokens_per_param")
   if bool(fixed.sizes) != bool(fixed.tokens_per_param):
     raise UserError("fixed_n needs both sizes and tokens_per_param (or neither)")

@@ -168,6 +168,9 @@ def acquire(workdir: str, what: str):
     return _LeaseLock(path, what)
   try:
     return _FlockLock(path, what)
+  except PermissionError as e:
+    raise UserError(f"{workdir}: cannot write in it ({e.strerror}); give a folder you can "
+                    "write") from None
   except OSError as e:
     if e.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
       raise

@@ -61,8 +61,10 @@ class Recipe:
     for key in ("lr_ref", "lr_N_ref", "lr_max", "peak_lr"):
       if not (getattr(self, key) > 0 and math.isfinite(getattr(self, key))):
         raise UserError(f"recipe.{key} must be a positive number, got {getattr(self, key)}")
-    if not math.isfinite(self.lr_exponent):
-      raise UserError(f"recipe.lr_exponent must be finite, got {self.lr_exponent}")
+    if not (math.isfinite(self.lr_exponent) and abs(self.lr_exponent) <= 2):
+      # Beyond ±2 the LR moves by 10^4 per decade of N: no rule, and it overflows a float.
+      raise UserError(f"recipe.lr_exponent must be in [-2, 2] (GPT-3's sizes give 1/3), "
+                      f"got {self.lr_exponent}")
     if self.batch_rule == "fixed" and not self.batch_tokens > 0:
       raise UserError("recipe.batch_rule='fixed' needs recipe.batch_tokens > 0 "
                       f"(tokens per batch), got {self.batch_tokens}")

@@ -109,12 +109,22 @@ def resolve(config: ml_collections.ConfigDict, workdir: str, shape_fn=None) -> S
   if missing:
     raise UserError(f"the sweep config lacks {', '.join(missing)}; start it from "
                     "sweeps/grid.py's base_config()")
+  unknown = run_config.unknown_keys(config, grid.base_config(train_config.get_config()))
+  if unknown:
+    raise UserError(f"the sweep config has no key {', '.join(unknown)}; check the spelling "
+                    "against sweeps/grid.py's base_config()")
   c = ml_collections.ConfigDict(config.to_dict())  # a copy: the caller's stays as it was
   if not (isinstance(c.bootstrap, int) and c.bootstrap >= 0):
     raise UserError(f"bootstrap={c.bootstrap!r} must be an integer >= 0")
   spec = Spec(name=c.name, workdir=os.fspath(workdir), config=c, executor=executor_of(c),
               bootstrap=c.bootstrap, cells=(), refusals=(), jobs=())
-  return _with_cells(spec, *grid.make_grid(c, shape_fn=shape_fn))
+  spec = _with_cells(spec, *grid.make_grid(c, shape_fn=shape_fn))
+  for job in spec.jobs:  # the cells' train settings, refused before any data is opened
+    try:
+      run_config.check(job.config)
+    except UserError as e:
+      raise UserError(f"cell {job.name}: {e}") from None
+  return spec
 
 
 def beyond_data(spec: Spec, unique_tokens: float) -> Spec:

@@ -11,7 +11,10 @@ on stderr, exit 2, from the dispatcher), never a usage dump or a traceback.
 import argparse
 import dataclasses
 import logging
+import os
+import re
 import sys
+import traceback
 
 import ml_collections
 
@@ -67,43 +70,130 @@ def parse_config_flags(argv: list[str], prog: str, default_config: str,
   argv = [a for i, a in enumerate(argv) if not (a == "--config" or (
       i > 0 and argv[i - 1] == "--config"))]
   default_config = config_file
+  for a in argv:
+    key = a.split("=", 1)[0][len("--config."):] if a.startswith("--config.") else None
+    if key is not None and not all(part.isidentifier() for part in key.split(".")):
+      raise UserError(f"{a}: {key!r} is not a config key; write --config.KEY=VALUE, "
+                      "e.g. --config.tokens=4e6")
   args = [prog] + argv
   fv = flags.FlagValues()
   flags.DEFINE_string("workdir", default_workdir, "run directory", flag_values=fv)
   flags.DEFINE_boolean("dry_run", False, "print the plan and exit", flag_values=fv)
   flags.DEFINE_boolean("quiet", False, "no progress lines", flag_values=fv)
+  # ml_collections loads every config file as the module `config_config` and re-executes a
+  # second file into the first one's module, so a file without get_config() would find the
+  # previous file's: a fresh module each parse.
+  sys.modules.pop("config_config", None)
+  logging.getLogger("absl").addFilter(_no_none_notice)  # the UserError below says it
   try:
     # Inside the try: the default config file is loaded, with the overrides, right here.
     config_flags.DEFINE_config_file("config", default=default_config, flag_values=fv,
                                     lock_config=True, sys_argv=args,
                                     help_string="config file[:ARG]")
     fv(args)
-    config = fv.config
-  except (flags.Error, ValueError, KeyError, AttributeError, TypeError, OSError) as e:
-    raise UserError(_flag_error(e, argv)) from None
+    config = fv["config"].value
+  except Exception as e:  # pylint: disable=broad-except
+    # The config file is the user's Python: whatever it raises is their mistake to fix.
+    raise UserError(_flag_error(e, argv, _config_path(argv, default_config))) from None
+  _check_loaded(config, _config_path(argv, default_config))
   if fv.workdir:
     atomic.check_backend(fv.workdir)  # gs:// without gcsfs: refused before anything compiles
   _quiet_tfds()
   return ConfigFlags(config, fv.workdir, fv.dry_run, fv.quiet, verbose)
 
 
-def _flag_error(e: Exception, argv: list[str]) -> str:
-  """One line for a bad flag: the offending flag and the innermost cause."""
-  if isinstance(e, (KeyError, AttributeError)) and e.args:
-    # An override of a key the config does not have: ml_collections says only the key.
-    key = str(e.args[0]).strip("'\"")
+def _config_path(argv: list[str], default_config: str) -> str:
+  """The config file the flags name (the last --config=PATH[:ARG] wins), without its ARG."""
+  path = default_config
+  for i, a in enumerate(argv):
+    if a.startswith("--config="):
+      path = a[len("--config="):]
+    elif a == "--config" and i + 1 < len(argv):
+      path = argv[i + 1]
+  return path.split(":", 1)[0]
+
+
+def _check_loaded(config, path: str) -> None:
+  """ml_collections defers a config file it could not find or load to the first access."""
+  error = vars(config).get("_error") if type(config).__name__ == "_ErrorConfig" else None
+  if error is not None:
+    raise UserError(f"--config={path}: cannot load it ({_innermost(error)}); "
+                    "give the path of a Python file that defines get_config()")
+  if not isinstance(config, ml_collections.ConfigDict):
+    raise UserError(f"--config={path}: get_config() returned {type(config).__name__}, "
+                    "expected an ml_collections.ConfigDict (see sweeps/configs/smoke.py)")
+
+
+def _innermost(e: BaseException) -> str:
+  """The last non-empty line of the message of `e` (ml_collections nests its causes)."""
+  lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+  return lines[-1] if lines else type(e).__name__
+
+
+def _in_config_file(e: BaseException, path: str) -> str | None:
+  """'line N' of the deepest frame of `e` inside the config file `path`, if any."""
+  if isinstance(e, SyntaxError) and e.filename and os.path.abspath(e.filename) == \
+      os.path.abspath(path):
+    return f"line {e.lineno}"
+  line = None
+  for frame in traceback.extract_tb(e.__traceback__):
+    if os.path.abspath(frame.filename) == os.path.abspath(path):
+      line = f"line {frame.lineno}"
+  return line
+
+
+def _override_key(e: Exception) -> tuple[str, str] | None:
+  """(key, suggestion) of an override of a key the config lacks, from ml_collections' error."""
+  cause = e.args[0] if isinstance(e, AttributeError) and e.args and isinstance(
+      e.args[0], KeyError) else e
+  if not isinstance(cause, (KeyError, AttributeError)) or not cause.args:
+    return None
+  text = str(cause.args[0])
+  m = re.match(r"""^['"]?([^'"\n]+)['"]?(?:\n.*?Did you mean "([^"]+)")?""", text, re.S)
+  return (m.group(1), m.group(2) or "") if m else None
+
+
+def _flag_error(e: Exception, argv: list[str], path: str) -> str:
+  """One line for a bad flag or config file: what it names and the innermost cause."""
+  key = _override_key(e)
+  if key:
+    name, suggestion = key
     flag = next((a.split("=")[0] for a in argv
-                 if a.startswith("--config.") and key in a.split("=")[0].split(".")), None)
+                 if a.startswith("--config.") and name in a.split("=")[0].split(".")), None)
     if flag:
-      return f"{flag}: the config has no key {key!r}; check the spelling against the config file"
+      hint = (f"did you mean {suggestion!r}?" if suggestion else
+              "check the spelling against the config file")
+      return f"{flag}: the config has no key {name!r}; {hint}"
+  if isinstance(e, AttributeError) and "has no attribute 'get_config'" in str(e):
+    return f"--config={path}: defines no get_config(); a config file is Python with a " \
+           "function get_config() returning an ml_collections.ConfigDict"
+  where = _in_config_file(e, path)
+  if where or isinstance(e, (SyntaxError, ImportError)):
+    return (f"--config={path}: {where + ': ' if where else ''}{type(e).__name__}: "
+            f"{_innermost(e)}")
   lines = [line.strip() for line in str(e).splitlines() if line.strip()]
   if not lines:
     return type(e).__name__
   if len(lines) == 1:
-    return lines[0]
+    return _named_flag(lines[0], argv)
   # A config file that failed to load or raised: the first line names the flag, the last
   # holds the cause (the rest is a traceback).
   return f"{lines[0].rstrip(':')}: {lines[-1]}"
+
+
+def _named_flag(message: str, argv: list[str]) -> str:
+  """absl's "Could not parse ''" names no flag: add the override it came from."""
+  m = re.match(r"Could not parse '(.*?)'", message)
+  if not m:
+    return message
+  flag = next((a for a in argv if a.startswith("--config.") and a.split("=", 1)[-1] ==
+               m.group(1)), None)
+  return f"{flag}: cannot parse {m.group(1)!r} as a value" if flag else message
+
+
+def _no_none_notice(record: logging.LogRecord) -> bool:
+  # ml_collections logs a config returning None before the one-line refusal says so.
+  return "get_config() returned None" not in str(record.msg)
 
 
 def _no_custom_config_notice(record: logging.LogRecord) -> bool:

@@ -31,8 +31,13 @@ def load(config_arg: str) -> ml_collections.ConfigDict:
     spec = importlib.util.spec_from_file_location("chinchax_user_config", file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    get_config = getattr(module, "get_config")
+    get_config = getattr(module, "get_config", None)
+    if get_config is None:
+      raise UserError(f"--config={file}: defines no get_config(); a config file is Python with "
+                      "a function get_config() returning an ml_collections.ConfigDict")
     return get_config(arg) if arg else get_config()
+  except UserError:
+    raise
   except Exception as e:  # pylint: disable=broad-except  (any failure of a user's file)
     text = (str(e).strip().splitlines() or [""])[-1]
     raise UserError(f"--config={config_arg}: could not load it: {type(e).__name__}: "

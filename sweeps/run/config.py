@@ -5,6 +5,7 @@ that lacks one (written by hand, or by an older chinchax) is refused here with t
 `check` refuses, before anything is opened or compiled, every value that cannot work.
 """
 
+import difflib
 import math
 
 import ml_collections
@@ -32,6 +33,20 @@ def missing_keys(c: ml_collections.ConfigDict, reference: ml_collections.ConfigD
     elif isinstance(value, ml_collections.ConfigDict) and isinstance(
         c[key], ml_collections.ConfigDict):
       out += missing_keys(c[key], value, f"{prefix}{key}.")
+  return out
+
+
+def unknown_keys(c: ml_collections.ConfigDict, reference: ml_collections.ConfigDict,
+                 prefix: str = "") -> list[str]:
+  """Keys of `c` (dotted, recursively) that `reference` lacks: misspellings, mostly."""
+  out = []
+  for key, value in c.items():
+    if key not in reference:
+      near = difflib.get_close_matches(key, list(reference.keys()), n=1)
+      out.append(prefix + key + (f" (did you mean {prefix + near[0]}?)" if near else ""))
+    elif isinstance(value, ml_collections.ConfigDict) and isinstance(
+        reference[key], ml_collections.ConfigDict):
+      out += unknown_keys(value, reference[key], f"{prefix}{key}.")
   return out
 
 
@@ -95,12 +110,19 @@ def check(c: ml_collections.ConfigDict) -> None:
   if missing:
     raise UserError(f"the train config lacks {', '.join(missing)}; start it from "
                     "sweeps/configs/train.py's get_config()")
+  unknown = unknown_keys(c, train_config.get_config())
+  if unknown:
+    raise UserError(f"the train config has no key {', '.join(unknown)}; check the spelling "
+                    "against sweeps/configs/train.py")
   for key in POSITIVE:
-    if not c[key] > 0:
-      raise UserError(f"config.{key} must be positive, got {c[key]}")
+    if not (_is_number(c[key]) and math.isfinite(c[key]) and c[key] > 0):
+      raise UserError(f"config.{key} must be positive, got {c[key]!r}")
   if c.batch_size % c.grad_accum:
     raise UserError(f"config.batch_size={c.batch_size} is not divisible by "
                     f"config.grad_accum={c.grad_accum}")
+  _check_optimizer(c.optimizer)
+  if not c.model.N:  # an explicit shape: heads must divide d_model (the recipe's always do)
+    model_config(c, int(c.model.vocab_size) or 1)
   try:  # the schedule's own check, before any data is read
     optimizer.schedule(optimizer_config(c), planned_steps(c))
   except ValueError as e:
@@ -112,3 +134,24 @@ def check(c: ml_collections.ConfigDict) -> None:
                     "(0: the tokenizer's vocabulary)")
   lengths(c)
   early_stopping(c)
+
+
+def _is_number(x) -> bool:
+  return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _check_optimizer(o: ml_collections.ConfigDict) -> None:
+  """Values no schedule or optax would refuse, yet that cannot train."""
+  ranges = (("peak_lr", lambda x: x > 0, "a positive learning rate"),
+            ("warmup_steps", lambda x: x >= 0, ">= 0"),
+            ("final_lr_ratio", lambda x: 0 <= x <= 1, "in [0, 1]"),
+            ("decay_fraction", lambda x: 0 < x <= 1, "in (0, 1]"),
+            ("b1", lambda x: 0 <= x < 1, "in [0, 1)"),
+            ("b2", lambda x: 0 <= x < 1, "in [0, 1)"),
+            ("eps", lambda x: x > 0, "positive"),
+            ("weight_decay", lambda x: x >= 0, ">= 0"),
+            ("clip_norm", lambda x: x > 0, "positive"))
+  for key, ok, words in ranges:
+    x = o[key]
+    if not (_is_number(x) and math.isfinite(x) and ok(x)):
+      raise UserError(f"config.optimizer.{key} must be {words}, got {x!r}")
