@@ -72,7 +72,8 @@ def command(kind: str, workdir: str, data_dir: str) -> list[str]:
   if kind == "train":
     args = tu.tiny_args(workdir, data_dir, *TRAIN_OVERRIDES)
   else:
-    args = sweep_helper.argv(workdir)
+    # --verbose: the cells' own lines (resumes, the SIGTERM save) are what the trials read.
+    args = [*sweep_helper.argv(workdir), "--verbose"]
   return [sys.executable, "-m", "chinchax.sweeps.cli", kind, *args]
 
 
