@@ -24,6 +24,7 @@ from chinchax.scaling import parametric
 from chinchax.scaling import runs as runs_lib
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.scaling.errors import UserError
+from chinchax.sweeps.cli import argtypes
 
 # Flags that mean something else here than in `chinchax plan` (or did before): one line.
 _RENAMED = {
@@ -39,16 +40,6 @@ class _Parser(argparse.ArgumentParser):
 
   def error(self, message: str):
     raise UserError(f"{message} (see chinchax fit --help)")
-
-
-def _level(text: str) -> float:
-  try:
-    x = float(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"not a number: {text!r} (e.g. 0.9)") from None
-  if not 0 < x < 1:
-    raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {text!r}")
-  return x
 
 
 def _count(text: str) -> int:
@@ -71,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--approach", default=None,
                  help="comma list of 1,2,3 (default: every approach the data support)")
   p.add_argument("--bootstrap", type=_count, default=1000, help="resamples (0: no intervals)")
-  p.add_argument("--ci", type=_level, default=0.9, help="interval level (default 0.9)")
+  p.add_argument("--ci", type=argtypes.interval_level, default=0.9,
+                 help="interval level (default 0.9)")
   p.add_argument("--plots", default=None, help="folder for PNG and SVG plots")
   p.add_argument("--params-convention", default="total", choices=PARAMS_CONVENTIONS,
                  help="N counts every parameter (total) or not the embeddings")

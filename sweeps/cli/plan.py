@@ -19,6 +19,7 @@ from chinchax.scaling import api
 from chinchax.scaling import presets
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.scaling.errors import UserError
+from chinchax.sweeps.cli import argtypes
 from chinchax.scaling.law import ScalingLaw
 
 _SUFFIXES = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
@@ -54,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
                  help="unique tokens available (data-constrained plan)")
   p.add_argument("--inference-tokens", type=_number, metavar="T",
                  help="tokens the model will serve (inference-aware plan)")
-  p.add_argument("--ci", type=_level, metavar="LEVEL",
+  p.add_argument("--ci", type=argtypes.interval_level, metavar="LEVEL",
                  help="interval level in (0, 1) (default: the law's, 0.9 from chinchax fit)")
   p.add_argument("--params-convention", choices=PARAMS_CONVENTIONS,
                  help="the N you mean (as in chinchax fit); refused if the law counts otherwise")
@@ -72,16 +73,6 @@ def _check_conventions(law: ScalingLaw, args) -> None:
       raise UserError(f"--{key}-convention={asked}, but this law counts {key} as "
                       f"{have[key]!r}; refit the runs with `chinchax fit --{key}-convention="
                       f"{asked}` or drop the flag")
-
-
-def _level(text: str) -> float:
-  try:
-    x = float(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"not a number: {text!r} (e.g. 0.9)") from None
-  if not 0 < x < 1:
-    raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {text!r}")
-  return x
 
 
 def _load(args) -> ScalingLaw:
