@@ -57,8 +57,7 @@ def find_corpus(spec: str) -> Corpus:
   """`spec` is "stdlib", a directory or a glob; raises UserError when it names no files."""
   if spec == STDLIB:
     root = sysconfig.get_paths()["stdlib"]
-    files = [f for f in glob.glob(os.path.join(root, "**", "*.py"), recursive=True)
-             if not _STDLIB_EXCLUDE.intersection(os.path.relpath(f, root).split(os.sep))]
+    files = _stdlib_files(root)
     slug = f"stdlib-py{sysconfig.get_python_version()}"
   elif glob.has_magic(spec):
     root = _glob_root(spec)
@@ -77,6 +76,17 @@ def find_corpus(spec: str) -> Corpus:
   if not files:
     raise UserError(f"corpus {spec!r} matches no files; check the path or glob")
   return Corpus(slug=_slugify(slug), root=os.path.abspath(root), files=tuple(files))
+
+
+def _stdlib_files(root: str) -> list[str]:
+  """The `*.py` files under `root` that `glob(root/**/*.py)` finds (no hidden names, symlinked
+  folders followed) outside the excluded folders, which are never entered: site-packages
+  holds most of a venv's files, and listing it cost ~3.5 s per opened dataset."""
+  files = []
+  for d, dirs, fs in os.walk(root, followlinks=True):
+    dirs[:] = [x for x in dirs if not x.startswith(".") and x not in _STDLIB_EXCLUDE]
+    files += [os.path.join(d, f) for f in fs if f.endswith(".py") and not f.startswith(".")]
+  return files
 
 
 def config_name(corpus: Corpus, val_fraction: float) -> str:

@@ -143,6 +143,23 @@ def test_stdlib_corpus_excludes_tests_and_site_packages():
   assert ["os.py"] in rel
 
 
+def test_stdlib_walk_finds_what_a_glob_of_the_tree_finds(tmp_path):
+  """The pruned walk against the plain recursive glob, filtered afterwards, on a tree with
+  excluded, hidden and symlinked folders: the same files (so the same dataset name)."""
+  for rel in ("a.py", "b.txt", ".hidden.py", "pkg/c.py", "pkg/tests/t.py", "pkg/.cache/d.py",
+              "site-packages/jax/e.py", "deep/er/f.py", "__pycache__/g.py"):
+    (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / rel).write_text("x = 1\n")
+  os.symlink(tmp_path / "deep", tmp_path / "linked")
+  root = str(tmp_path)
+  import glob  # pylint: disable=g-import-not-at-top
+  want = sorted(f for f in glob.glob(os.path.join(root, "**", "*.py"), recursive=True)
+                if not text_builder._STDLIB_EXCLUDE.intersection(  # pylint: disable=protected-access
+                    os.path.relpath(f, root).split(os.sep)))
+  got = sorted(text_builder._stdlib_files(root))  # pylint: disable=protected-access
+  assert got == want and os.path.join(root, "linked", "er", "f.py") in got and len(got) == 4
+
+
 def test_corpus_too_small_for_two_splits(tmp_path):
   (tmp_path / "one").mkdir()
   (tmp_path / "one" / "a.txt").write_text("just one document\n")
