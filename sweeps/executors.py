@@ -5,7 +5,10 @@
 * `packed`: several small jobs at once on disjoint groups of this host's devices. The
   `jax.local_devices()` are cut into groups of `devices_per_cell`; one thread per group
   trains one job at a time on its own sub-mesh, so an 8-chip host runs 8 one-chip cells
-  together. Threads are enough: JAX dispatch and XLA execution release the GIL, and the
+  together. On a CPU host `cpu_devices = n` splits the CPU into n jax devices first
+  (`split_cpu`): the smoke sweep's cells are too small to keep two cores busy one at a time.
+  Jobs start longest first (by 6·N·D), so that the workers finish together. Threads are
+  enough: JAX dispatch and XLA execution release the GIL, and the
   contexts a run enters are per thread in jax 0.10 (`use_abstract_mesh` swaps a
   thread-local config value, flax's logical-axis rules are a `threading.local`), while every
   array carries an explicit sharding on its own mesh. The runs share one checkpoint lock
@@ -24,12 +27,15 @@ checkpoint). `run_jobs` then returns False.
 """
 
 import concurrent.futures
+import logging
+import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
 
 import jax
 
+from chinchax.scaling import conventions
 from chinchax.scaling.errors import UserError
 from chinchax.sweeps import checkpoint
 from chinchax.sweeps import job as job_lib
@@ -52,6 +58,31 @@ def check(e: Executor) -> None:
       import ray  # pylint: disable=g-import-not-at-top,unused-import
     except ImportError:
       raise UserError("executor='ray' needs Ray: pip install 'chinchax[ray]'") from None
+
+
+def split_cpu(n: int) -> bool:
+  """Asks jax for `n` CPU devices (0: its default of one), which only works before its
+  backends start; True when the CPU has them. Left alone when XLA_FLAGS already forces a
+  device count (the multi-device tests do), and with a warning when jax has started: the
+  packed cells then run one at a time on the one device."""
+  if not n or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+    return False
+  if not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
+    raise UserError(f"cpu_devices={n!r} must be a whole number >= 1 (0: jax's default)")
+  if jax.config.jax_num_cpu_devices == n:
+    return True
+  try:
+    jax.config.update("jax_num_cpu_devices", n)
+  except RuntimeError:
+    logging.warning("cpu_devices=%d has no effect: jax started before the sweep; set it "
+                    "before any jax operation (or run `chinchax sweep`)", n)
+    return False
+  return True
+
+
+def longest_first(jobs: Sequence[Job]) -> list[Job]:
+  """The jobs by 6·N·D, most first (LPT scheduling: the last to start is a short one)."""
+  return sorted(jobs, key=lambda j: -conventions.params(j.shape) * float(j.D or 0.0))
 
 
 def device_groups(devices_per_cell: int) -> list[list]:
@@ -104,7 +135,7 @@ def run_packed(jobs: Sequence[Job], on_result: OnResult, groups: Sequence[Sequen
                stop, quiet: bool = True, progress=None) -> bool:
   """One worker thread per device group takes the next job until none is left."""
   todo: queue.SimpleQueue = queue.SimpleQueue()
-  for job in jobs:
+  for job in longest_first(jobs) if len(groups) > 1 else jobs:
     todo.put(job)
   done: queue.SimpleQueue = queue.SimpleQueue()
   halted, lock = threading.Event(), threading.Lock()

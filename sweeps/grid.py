@@ -112,6 +112,7 @@ def base_config(train: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   # Where the cells run (sweeps/executors.py) and how the fit is done.
   c.executor = "local"       # local | packed | ray
   c.devices_per_cell = 1     # packed: devices of each cell's sub-mesh
+  c.cpu_devices = 0          # a CPU host split into this many jax devices (0: jax's one)
   c.ray_address = ""         # ray: the cluster to join; empty starts a local one
   c.ray_num_cpus = 1.0       # ray: resources each cell's task holds
   c.ray_num_gpus = 0.0

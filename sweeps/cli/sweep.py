@@ -25,6 +25,7 @@ def main(argv: list[str]) -> int:
   argv, checks = readiness.split_flags(argv)  # --compile, --json, --headroom
   f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG, sweep.DEFAULT_WORKDIR,
                                doc=__doc__)
+  executors.split_cpu(f.config.get("cpu_devices", 0))  # before anything starts jax
   if f.dry_run:
     spec = spec_lib.resolve(f.config, f.workdir)
     executors.check(spec.executor)

@@ -99,6 +99,9 @@ SWEEP = {
                 "a cooldown branch at each budget's D)",
     "executor": "where cells run: local | packed | ray",
     "devices_per_cell": "packed: devices of each cell's sub-mesh",
+    "cpu_devices": "a CPU host split into this many jax devices, so that the packed executor "
+                   "runs that many cells at once (0: jax's default of one; no effect on "
+                   "accelerators)",
     "ray_address": "ray: the cluster to join; empty starts a local one",
     "ray_num_cpus": "ray: CPUs each cell's task holds",
     "ray_num_gpus": "ray: GPUs each cell's task holds",

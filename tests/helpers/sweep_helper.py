@@ -3,7 +3,7 @@
 Run as a script it trains that grid with the executor given (in a fresh process, so that
 XLA_FLAGS can ask for fake CPU devices) and prints one JSON line per cell:
 
-    python tests/helpers/sweep_helper.py WORKDIR EXECUTOR [DEVICES_PER_CELL]
+    python tests/helpers/sweep_helper.py WORKDIR EXECUTOR [DEVICES_PER_CELL [--config.K=V ...]]
 """
 
 import json
@@ -65,14 +65,16 @@ def synthetic_argv(workdir):
           "--config.span=0.5", "--config.allow_repeats=True", "--config.bootstrap=30"]
 
 
-def main(workdir: str, executor: str, devices_per_cell: str = "1") -> None:
+def main(workdir: str, executor: str, devices_per_cell: str = "1", *more: str) -> None:
   from chinchax.sweeps import cli  # pylint: disable=g-import-not-at-top
   t0 = time.time()
   rc = cli.run(["sweep", *argv(workdir, f"--config.executor={executor}",
-                               f"--config.devices_per_cell={devices_per_cell}", "--quiet")])
+                               f"--config.devices_per_cell={devices_per_cell}", "--quiet",
+                               *more)])
   print(json.dumps({"rc": rc, "wall_s": time.time() - t0,
                     "results": {k: {"status": v["status"], "eval_loss": v["eval_loss"],
-                                    "devices": v.get("devices")}
+                                    "devices": v.get("devices"),
+                                    "host_devices": v["hardware"]["device_count"]}
                                 for k, v in results(workdir).items()}}))
 
 

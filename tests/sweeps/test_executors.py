@@ -109,6 +109,63 @@ def test_packed_on_8_devices_matches_local(tmp_path, local_losses):
 
 
 @pytest.mark.slow
+def test_packed_on_a_cpu_split_in_two_matches_local(tmp_path, local_losses):
+  """`cpu_devices=2` (the smoke sweep's setting) without XLA_FLAGS: two jax CPU devices, a
+  cell on each, the same losses."""
+  env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+  env.update(PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "helpers", "sweep_helper.py"),
+                        str(tmp_path / "split"), "packed", "1", "--config.cpu_devices=2"],
+                       env=env, cwd=ROOT, capture_output=True, text=True, timeout=400)
+  assert out.returncode == 0, out.stderr[-3000:]
+  got = json.loads(out.stdout.strip().splitlines()[-1])
+  assert set(got["results"]) == set(local_losses)
+  for name, r in got["results"].items():
+    assert r["devices"] == 1 and r["host_devices"] == 2
+    assert r["eval_loss"] == pytest.approx(local_losses[name], abs=1e-5)
+
+
+@pytest.mark.slow
+def test_split_cpu_only_before_jax_starts():
+  code = ("import logging, jax\n"
+          "from chinchax.sweeps import executors\n"
+          "print(executors.split_cpu(3), len(jax.devices()))\n"
+          "print(executors.split_cpu(3), executors.split_cpu(2), len(jax.devices()))\n")
+  env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+  env.update(PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
+  out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+  assert out.returncode == 0, out.stderr[-2000:]
+  # Asked again for the count it has: yes; for another once jax runs: no, with a warning.
+  assert out.stdout.split() == ["True", "3", "True", "False", "3"]
+  assert "cpu_devices=2 has no effect" in out.stderr
+
+
+def test_packed_starts_the_most_flops_first(monkeypatch):
+  started = []
+
+  def fake_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpoint_lock=None):
+    del c, stop, quiet, checkpoint_lock
+    started.append(os.path.basename(workdir))
+    return {"name": os.path.basename(workdir), "status": "done"}
+
+  monkeypatch.setattr(loop, "train", fake_train)
+  c = train_config.get_config("tiny")
+  wide = Shape(d_model=128, n_layers=2, n_heads=2, d_ff=256, vocab_size=258, seq_len=64)
+  jobs = [Job("small-short", c, "/w/small-short", SHAPE, 1e5, 1.0),
+          Job("wide-long", c, "/w/wide-long", wide, 1e6, 1.0),
+          Job("small-long", c, "/w/small-long", SHAPE, 1e6, 1.0),
+          Job("wide-short", c, "/w/wide-short", wide, 1e5, 1.0)]
+  assert [j.name for j in executors.longest_first(jobs)] == [
+      "wide-long", "small-long", "wide-short", "small-short"]
+  executors.run_packed(jobs, lambda job, r: None, groups=[("d0",)], stop=None)
+  assert started == [j.name for j in jobs]  # one worker: the given order
+  started.clear()
+  executors.run_packed(jobs, lambda job, r: None, groups=[("d0",), ("d1",)], stop=None)
+  assert sorted(started[:2]) == ["small-long", "wide-long"]
+
+
+@pytest.mark.slow
 def test_ray_matches_local(tmp_path, local_losses, monkeypatch):
   ray = pytest.importorskip("ray")
   monkeypatch.setenv("PYTHONPATH", ROOT)  # the workers import chinchax.sweeps from this checkout
