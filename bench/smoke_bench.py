@@ -9,8 +9,9 @@ prints
 * the wall time, and where each cell's time went (a WSD job's stable run and its branches
   each a row): init (the initial state, its compile
   included), compile (the train step), data, step, eval, checkpoint and other, from the
-  `time_s` field of each record (`sweeps/timing.py`), with the sweep's own time outside the
-  cells (dataset, grid, fit, report, process start);
+  `time_s` field of each record (`sweeps/timing.py`); the cells' summed time against the
+  wall time until the last one ended (how many ran at a time), and the time after it (fit,
+  report);
 * from law.json: each budget's IsoFLOP minimum and the sizes it was sampled between, the
   exponents a, b of every approach with their bootstrap intervals, and issue 12's checks
   (PASS/FAIL): alpha and beta in [0.05, 1.5], A and B below 1e12, the 90% interval of a at
@@ -106,8 +107,15 @@ def main() -> None:
     print("  " + line)
   in_cells = sum(r.get("wall_s") or 0.0 for r in runs + stable_runs(workdir, runs))
   if wall is not None:
-    print(f"  outside the cells (process start, dataset, grid, fit, report): "
-          f"{wall - in_cells:.1f} s")
+    # Cells may run side by side (executor='packed'): the span from the start to the last
+    # result.json is the training's wall time, the rest the fit and report's.
+    last = max(os.path.getmtime(os.path.join(workdir, d, "result.json"))
+               for d in os.listdir(workdir)
+               if os.path.exists(os.path.join(workdir, d, "result.json")))
+    train_s = last - t0
+    print(f"  cells: {in_cells:.1f} s of cell time in {train_s:.1f} s of wall "
+          f"({in_cells / max(train_s, 1e-9):.2f} at a time); after the last cell (fit, "
+          f"report, exit): {wall - train_s:.1f} s")
 
   with open(os.path.join(workdir, "law.json")) as f:
     law = json.load(f)
