@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 import chinchax
+from chinchax.scaling import conventions
 from chinchax.sweeps import grid
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps.configs import smoke
 
-# A law whose compute-optimal sizes cross the smoke's budgets as the pilot's minima do
-# (N* from ~1.1e4 at the smallest budget to ~5e4 at the largest: a ≈ 0.43).
-ALPHA, BETA, E, B = 0.5, 0.38, 1.5, 60.0
+# A law whose compute-optimal sizes cross the smoke's budgets as the sweep's minima do
+# (N* from ~1.2e4 at the smallest budget to ~1.2e5 at the largest: a ≈ 0.67).
+ALPHA, BETA, E, B = 0.3, 0.6, 1.0, 500.0
 NOISE = 0.004  # relative: about 0.009 nats at the smoke's losses, the spread between seeds
 
 
@@ -46,12 +47,29 @@ def test_smoke_design_properties():
   assert len({c.batch_size for c in spec.cells}) == 1
 
 
+def test_smoke_sizes_are_one_shape_family_one_width_step_apart():
+  """Every smoke size is the recipe's own shape for its target (N exactly on it), two layers,
+  head_dim 8, d_ff the multiple of 8 nearest 8/3 · d_model, and consecutive sizes one head
+  (8) wider: loss against N moves with scale, not with the shape's kind."""
+  cells, _ = grid.make_grid(smoke.get_config())
+  by_N = {c.N: c.shape for c in cells}
+  widths = []
+  for N, s in sorted(by_N.items()):
+    rho = s.d_ff / s.d_model
+    assert s.n_layers == 2 and s.head_dim == 8 and s.d_model % 8 == 0
+    assert s.d_ff == 8 * round(8 / 3 * s.d_model / 8) and 2.5 <= rho <= 2.75, s
+    assert N == conventions.params(s) == min(c.N for c in cells if c.shape == s)
+    widths.append(s.d_model)
+  assert np.all(np.diff(widths) == 8) and len(widths) >= 6
+  assert sorted(smoke.LADDER) == sorted(by_N)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_smoke_design_pins_a_known_law(seed):
   N, D, budget = smoke_points()
   C0 = min(budget)
-  A = _law_A(1.1e4, C0)
+  A = _law_A(1.2e4, C0)
   rng = np.random.default_rng(seed)
   loss = (E + A / N**ALPHA + B / D**BETA) * (1 + NOISE * rng.standard_normal(len(N)))
   law = chinchax.fit({"N": N, "D": D, "loss": loss, "budget": budget}, bootstrap=200, seed=seed)
