@@ -6,7 +6,9 @@
   `jax.local_devices()` are cut into groups of `devices_per_cell`; one thread per group
   trains one job at a time on its own sub-mesh, so an 8-chip host runs 8 one-chip cells
   together. On a CPU host `cpu_devices = n` splits the CPU into n jax devices first
-  (`split_cpu`): the smoke sweep's cells are too small to keep two cores busy one at a time.
+  (`split_cpu`, which `chinchax sweep` calls before jax starts; a library caller of
+  `chinchax.sweep` calls it first, or the cells run one at a time): the smoke sweep's cells
+  are too small to keep two cores busy one at a time.
   Jobs start longest first (by 6·N·D), so that the workers finish together. Threads are
   enough: JAX dispatch and XLA execution release the GIL, and the
   contexts a run enters are per thread in jax 0.10 (`use_abstract_mesh` swaps a

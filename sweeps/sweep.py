@@ -97,7 +97,6 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   (sweeps/progress.py), with a bar in place on a terminal unless `quiet`; `verbose` adds each
   run's step lines.
   """
-  executors.split_cpu(config.get("cpu_devices", 0))  # `chinchax sweep` did it already
   spec = spec_lib.resolve(config, workdir)
   executors.check(spec.executor)
   spec = open_data(spec)

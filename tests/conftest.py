@@ -5,10 +5,17 @@ pipeline on stand-in runs) and the whole suite. A test is `@pytest.mark.slow` wh
 a model or spawns a process.
 """
 
+import jax
 import pytest
 
 from tests.helpers import sweep_helper
 from tests.helpers.fake_gcs import fake_gcs  # noqa: F401  (a fixture: gs:// on a local folder)
+
+
+# jax starts here, in every test process, with the devices the environment gives it: a sweep
+# config with `cpu_devices` (the smoke's) run in-process then cannot split the CPU for the
+# tests after it (`executors.split_cpu` warns instead). Tests of the split use subprocesses.
+jax.devices()
 
 
 @pytest.fixture

@@ -25,13 +25,15 @@ def main(argv: list[str]) -> int:
   argv, checks = readiness.split_flags(argv)  # --compile, --json, --headroom
   f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG, sweep.DEFAULT_WORKDIR,
                                doc=__doc__)
-  executors.split_cpu(f.config.get("cpu_devices", 0))  # before anything starts jax
   if f.dry_run:
     spec = spec_lib.resolve(f.config, f.workdir)
     executors.check(spec.executor)
     return readiness.dry_run(spec, checks)
   if checks != readiness.Options():
     raise UserError("--compile, --json and --headroom go with --dry-run")
+  # A process-wide setting, made here before anything starts jax: `chinchax.sweep` called
+  # from a library leaves the caller's jax as it is.
+  executors.split_cpu(f.config.get("cpu_devices", 0))
   compile_cache.enable()
   sweep.initialize_distributed()
   with console.guard_stdout(), console.quiet_libraries(f.verbose), \
