@@ -71,10 +71,10 @@ def main(workdir: str, executor: str, devices_per_cell: str = "1", *more: str) -
   rc = cli.run(["sweep", *argv(workdir, f"--config.executor={executor}",
                                f"--config.devices_per_cell={devices_per_cell}", "--quiet",
                                *more)])
-  print(json.dumps({"rc": rc, "wall_s": time.time() - t0,
+  import jax  # pylint: disable=g-import-not-at-top  (started by the sweep)
+  print(json.dumps({"rc": rc, "wall_s": time.time() - t0, "host_devices": len(jax.devices()),
                     "results": {k: {"status": v["status"], "eval_loss": v["eval_loss"],
-                                    "devices": v.get("devices"),
-                                    "host_devices": v["hardware"]["device_count"]}
+                                    "devices": v.get("devices")}
                                 for k, v in results(workdir).items()}}))
 
 
