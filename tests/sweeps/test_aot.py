@@ -7,7 +7,9 @@ import json
 import os
 
 import jax
+import numpy as np
 import pytest
+from jax.experimental.layout import Layout
 
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.conventions import Shape
@@ -55,6 +57,21 @@ def test_out_of_memory_messages_give_the_bytes():
   assert aot._required_temp("RESOURCE_EXHAUSTED: something else") is None
   p = aot.Program(100, output_bytes=40, alias_bytes=30, temp_bytes=7, code_bytes=3)
   assert p.hbm_bytes == 100 + 40 - 30 + 7 + 3
+
+
+def test_bytes_as_a_layout_tiles_them():
+  f32 = np.float32
+  # The last dimension (64) padded to the tile's 128: twice the logical bytes.
+  assert aot.layout_bytes((2, 64, 4, 64), f32, Layout((0, 1, 2, 3), ((4, 128),))) == (
+      2 * 64 * 4 * 128 * 4)
+  # The same array with its 512 minor needs no padding; with 64 minor it does.
+  assert aot.layout_bytes((512, 64), f32, Layout((1, 0), ((8, 128),))) == 512 * 64 * 4
+  assert aot.layout_bytes((512, 64), f32, Layout((0, 1), ((8, 128),))) == 512 * 128 * 4
+  assert aot.layout_bytes((2, 64), f32, Layout((0, 1), ((2, 128),))) == 2 * 128 * 4
+  assert aot.layout_bytes((3, 5), f32, Layout((0, 1), ((8, 128),))) == 8 * 128 * 4
+  assert aot.layout_bytes((), np.int32, Layout((), ((128,),))) == 128 * 4  # a scalar
+  assert aot.layout_bytes((3, 5), f32, Layout((0, 1))) == 3 * 5 * 4  # no tiles: a CPU
+  assert aot.layout_bytes((), f32, Layout(())) == 4
 
 
 def test_flags_of_the_dry_run():
