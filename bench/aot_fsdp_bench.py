@@ -29,12 +29,9 @@ two AdamW moments are 8N/chips under both.
 """
 
 import argparse
-import math
 import os
 import sys
 import time
-
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -46,13 +43,13 @@ from chinchax.sweeps import aot, hardware, optimizer  # noqa: E402
 GiB = hardware.GiB
 
 
-def per_chip_bytes(tree, shardings) -> int:
+def per_chip_bytes(tree, formats) -> int:
+  """Bytes one chip holds of `tree` as the compiled program lays it out: each leaf's shard,
+  padded to its layout's memory tiles (`aot.layout_bytes`)."""
   import jax  # pylint: disable=g-import-not-at-top
-  total = 0
-  for x, s in zip(jax.tree.leaves(tree), jax.tree.leaves(
-      shardings, is_leaf=lambda v: isinstance(v, jax.sharding.Sharding))):
-    total += math.prod(s.shard_shape(x.shape)) * np.dtype(x.dtype).itemsize
-  return total
+  fmts = jax.tree.leaves(formats, is_leaf=lambda f: hasattr(f, "layout"))
+  return sum(aot.layout_bytes(f.sharding.shard_shape(x.shape), x.dtype, f.layout)
+             for x, f in zip(jax.tree.leaves(tree), fmts, strict=True))
 
 
 def measure(setup: aot.Setup, devices) -> dict:
@@ -60,7 +57,7 @@ def measure(setup: aot.Setup, devices) -> dict:
   t = time.perf_counter()
   compiled = low.train.compile()
   seconds = time.perf_counter() - t
-  state_in = compiled.input_shardings[0][0]
+  state_in = compiled.input_formats[0][0]
   m = compiled.memory_analysis()
   return {
       "params": per_chip_bytes(low.state["params"], state_in["params"]),
