@@ -6,35 +6,35 @@ for v5p slices of 8, 16 and 32 chips, under `fsdp` and `shard_grad_op`.
                                    [--slices=v5p:2x2x2,v5p:2x2x4,v5p:2x4x4]
 
 Mesh (1, chips, 1): every chip on the `fsdp` axis. Per chip it prints the bytes of the
-parameters and of the optimizer state as the compiled program shards them (from its input
-shardings), the program's arguments, temporaries and peak HBM (`memory_analysis()`), and the
-compile time. Under `fsdp` parameters, gradients and AdamW's two moments are split over the
-chips, so the state per chip falls as 1/chips; under `shard_grad_op` the parameters stay whole on
-every chip and only the optimizer state (and the gradients' reduce-scatter) is split. The
-global batch is fixed, so the activations per chip fall with the slice too.
+parameters and of the optimizer state as the compiled program holds them (each shard padded to
+the memory tiles of the layout the compiler chose for it: `aot.layout_bytes`), the program's
+arguments, temporaries and peak HBM (`memory_analysis()`), and the compile time. Under `fsdp`
+parameters, gradients and AdamW's two moments are split over the chips, so the state per chip
+falls as 1/chips; under `shard_grad_op` the parameters stay whole on every chip and only the
+optimizer state (and the gradients' reduce-scatter) is split. The global batch is fixed, so the
+activations per chip fall with the slice too.
 
-Measured with libtpu 0.0.42 (jax 0.10.2) on 2 shared CPU cores (compile seconds under load):
+Measured with libtpu 0.0.42 (jax 0.10.2) on one shared CPU core (compile seconds under load):
 
-    N = 1,000,834,432 (d_model 1664 x 27 layers, d_ff 4416), batch 32 x 2048, remat full
+    N = 992,630,912 (d_model 1664 x 26 layers, d_ff 4608), batch 32 x 2048, remat full
     slice      chips mode           params/chip  opt/chip    args   temps  HBM/chip compile s (GiB)
-    v5p:2x2x2      8 fsdp                  0.47      0.93    1.51    5.24      6.79      1029
-    v5p:2x2x2      8 shard_grad_op         3.73      0.93    4.73    5.38     10.15       796
-    v5p:2x2x4     16 fsdp                  0.23      0.47    0.75    2.65      3.44       665
-    v5p:2x2x4     16 shard_grad_op         3.73      0.47    4.23    3.67      7.93       546
-    v5p:2x4x4     32 fsdp                  0.12      0.23    0.49    1.70      2.22       535
-    v5p:2x4x4     32 shard_grad_op         3.73      0.23    4.06    1.21      5.30       543
+    v5p:2x2x2      8 fsdp                  0.46      0.92    1.39    4.34      5.76       177
+    v5p:2x2x2      8 shard_grad_op         3.70      0.92    4.62    5.43     10.08       187
+    v5p:2x2x4     16 fsdp                  0.23      0.46    0.69    2.25      2.98       171
+    v5p:2x2x4     16 shard_grad_op         3.70      0.46    4.16    4.07      8.26       155
+    v5p:2x4x4     32 fsdp                  0.12      0.25    0.37    1.33      1.74       173
+    v5p:2x4x4     32 shard_grad_op         3.70      0.25    3.95    1.25      5.23       182
 
-The parameters are 4N bytes = 3.73 GiB: whole under shard_grad_op, 3.73/chips under fsdp; the
-two AdamW moments are 8N/chips under both.
+The parameters are 4N bytes = 3.70 GiB: whole under shard_grad_op, 3.70/chips under fsdp; the
+two AdamW moments are 8N/chips under both (0.92, 0.46, 0.23 GiB). On 32 chips the tiles show:
+the moments take 0.25 GiB, not 0.23, as the compiled layouts pad shards to whole tiles (1/32 of
+d_model 1664 is 52 columns, of d_ff 4608 144: neither a multiple of 128).
 """
 
 import argparse
-import math
 import os
 import sys
 import time
-
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -46,13 +46,13 @@ from chinchax.sweeps import aot, hardware, optimizer  # noqa: E402
 GiB = hardware.GiB
 
 
-def per_chip_bytes(tree, shardings) -> int:
+def per_chip_bytes(tree, formats) -> int:
+  """Bytes one chip holds of `tree` as the compiled program lays it out: each leaf's shard,
+  padded to its layout's memory tiles (`aot.layout_bytes`)."""
   import jax  # pylint: disable=g-import-not-at-top
-  total = 0
-  for x, s in zip(jax.tree.leaves(tree), jax.tree.leaves(
-      shardings, is_leaf=lambda v: isinstance(v, jax.sharding.Sharding))):
-    total += math.prod(s.shard_shape(x.shape)) * np.dtype(x.dtype).itemsize
-  return total
+  fmts = jax.tree.leaves(formats, is_leaf=lambda f: hasattr(f, "layout"))
+  return sum(aot.layout_bytes(f.sharding.shard_shape(x.shape), x.dtype, f.layout)
+             for x, f in zip(jax.tree.leaves(tree), fmts, strict=True))
 
 
 def measure(setup: aot.Setup, devices) -> dict:
@@ -60,7 +60,7 @@ def measure(setup: aot.Setup, devices) -> dict:
   t = time.perf_counter()
   compiled = low.train.compile()
   seconds = time.perf_counter() - t
-  state_in = compiled.input_shardings[0][0]
+  state_in = compiled.input_formats[0][0]
   m = compiled.memory_analysis()
   return {
       "params": per_chip_bytes(low.state["params"], state_in["params"]),

@@ -16,6 +16,11 @@ the outputs aliased to donated arguments, temporaries and code; its peak HBM is
 
     hbm = arguments + outputs − aliased + temporaries + code
 
+all of it HBM. Arguments are padded to the chip's memory tiles (`layout_bytes`; an f32 shard
+whose minor dimension is 64 takes twice its bytes in (8,128) tiles). Temporaries are those in
+HBM only: a TPU keeps what fits of a step's temporaries in its on-chip VMEM, so a small step
+reports none (the tiny config's first cell on v5e:2x2: 5 MiB of temporaries, all in VMEM).
+
 A program that cannot fit is refused by the compiler itself (RESOURCE_EXHAUSTED); then its HBM
 is the arguments (counted from the shardings) plus the temporaries the error names, a lower
 bound. The eval step runs while the train state stays resident, so its peak is the train
@@ -142,8 +147,28 @@ def _first_line(e: Exception) -> str:
   return next((l.strip() for l in str(e).splitlines() if l.strip()), type(e).__name__)
 
 
+def layout_bytes(shape: Sequence[int], dtype, layout) -> int:
+  """Bytes of one array as `layout` (a `jax.experimental.layout.Layout`) lays it out.
+
+  A TPU stores an array in tiles over its most minor dimensions (the compiler picks them per
+  argument: `Compiled.input_formats`), e.g. f32[2,64,4,64] with major_to_minor (0,1,2,3) in
+  T(4,128) tiles pads its last dimension from 64 to 128 and takes twice its logical bytes; a
+  scalar in T(128) takes 512 bytes. Dimensions the shape lacks count as 1 and are padded
+  too. The first tile sets the padding (later ones subdivide it); a CPU has no tiles.
+  """
+  physical = [shape[d] for d in layout.major_to_minor] or ([1] if layout.tiling else [])
+  if layout.tiling:
+    tile = layout.tiling[0]
+    physical = [1] * (len(tile) - len(physical)) + physical
+    k = len(tile)
+    physical = physical[:-k] + [-(-d // t) * t for d, t in zip(physical[-k:], tile)]
+  bits = layout.sub_byte_element_size_in_bits or 8 * np.dtype(dtype).itemsize
+  return -(-math.prod(physical) * bits // 8)
+
+
 def _shard_bytes(tree) -> int:
-  """Bytes per device of a tree of sharded ShapeDtypeStructs (the largest shard)."""
+  """Bytes per device of a tree of sharded ShapeDtypeStructs (the largest shard), untiled:
+  a lower bound of what a TPU stores (`layout_bytes`)."""
   total = 0
   for x in jax.tree.leaves(tree):
     shape = x.sharding.shard_shape(x.shape) if x.sharding is not None else x.shape

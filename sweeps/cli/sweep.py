@@ -7,14 +7,14 @@
 With no arguments: the built-in smoke sweep (sweeps/configs/smoke.py) in ./runs/smoke. With
 --dry-run: the grid, each cell's estimated time and the refusals, from the config alone (no
 data is opened, no file written); with --compile every cell is compiled ahead of time for
-its TPU slice and checked against its HBM (sweeps/readiness.py). The library function is
+its TPU slice and checked against its HBM (sweeps/dry_run.py). The library function is
 `chinchax.sweep` (sweeps/sweep.py).
 """
 
 import os
 
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import compile_cache, console, executors, lock, readiness, spec as spec_lib
+from chinchax.sweeps import compile_cache, console, dry_run, executors, lock, spec as spec_lib
 from chinchax.sweeps import sweep
 from chinchax.sweeps.cli import exit_status, flags
 
@@ -22,14 +22,14 @@ DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "confi
 
 
 def main(argv: list[str]) -> int:
-  argv, checks = readiness.split_flags(argv)  # --compile, --json, --headroom
+  argv, checks = dry_run.split_flags(argv)  # --compile, --json, --headroom
   f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG, sweep.DEFAULT_WORKDIR,
                                doc=__doc__)
   if f.dry_run:
     spec = spec_lib.resolve(f.config, f.workdir)
     executors.check(spec.executor)
-    return readiness.dry_run(spec, checks)
-  if checks != readiness.Options():
+    return dry_run.run(spec, checks)
+  if checks != dry_run.Options():
     raise UserError("--compile, --json and --headroom go with --dry-run")
   # A process-wide setting, made here before anything starts jax: `chinchax.sweep` called
   # from a library leaves the caller's jax as it is.

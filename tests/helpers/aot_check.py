@@ -4,6 +4,7 @@ compiled programs say. Started by tests/sweeps/test_aot.py and test_readiness_tp
 assert; the device count must be fixed before jax starts."""
 
 import json
+import math
 import os
 import sys
 
@@ -26,6 +27,23 @@ def specs(tree) -> dict:
           for p, s in flat if isinstance(s, jax.sharding.NamedSharding)}
 
 
+def arguments(compiled) -> list[dict]:
+  """Each argument of the program (state, batch, lr) as one device holds it: its shard's
+  shape and its bytes, logical and as the compiled layout tiles it (`aot.layout_bytes`)."""
+  formats = jax.tree_util.tree_flatten_with_path(
+      compiled.input_formats, is_leaf=lambda f: isinstance(f, jax.sharding.Sharding))[0]
+  avals = jax.tree.leaves(compiled.in_avals)
+  assert len(formats) == len(avals), (len(formats), len(avals))
+  out = []
+  for (path, f), a in zip(formats, avals):
+    shard = f.sharding.shard_shape(a.shape)
+    out.append({"path": jax.tree_util.keystr(path), "shard": list(shard), "dtype": str(a.dtype),
+                "tiling": [list(t) for t in f.layout.tiling or ()],
+                "logical": math.prod(shard) * a.dtype.itemsize,
+                "tiled": aot.layout_bytes(shard, a.dtype, f.layout)})
+  return out
+
+
 def main() -> None:
   target = hardware.parse_target(sys.argv[1]) if len(sys.argv) > 1 else None
   devices = aot.target_devices(target)
@@ -40,6 +58,7 @@ def main() -> None:
     out["modes"][mode] = {
         "params": specs(state_in["params"]), "opt": specs(state_in["opt_state"]),
         "params_out": specs(state_out["params"]), "opt_out": specs(state_out["opt_state"]),
+        "arguments": arguments(compiled),
         "argument_bytes": m.argument_size_in_bytes, "alias_bytes": m.alias_size_in_bytes}
   print(json.dumps(out))
 

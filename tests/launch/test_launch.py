@@ -15,7 +15,7 @@ import textwrap
 import ml_collections
 import pytest
 
-from chinchax.launch import gpu, local, steps, tpu
+from chinchax.launch import gpu, local, steps, tpu, tpu_slice
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = "sweeps/configs/chin.py"
@@ -187,7 +187,7 @@ def test_multislice_uses_node_count_and_reaches_every_slice(capsys, checkout):
 def test_hosts_per_slice(accel, hosts):
   # v2-v5p: 4 chips x 2 TensorCores per host, size counts cores; v5e/v6e: size counts chips,
   # up to 8 on one host, 4 per host beyond.
-  assert tpu.accelerator(accel).hosts == hosts
+  assert tpu_slice.accelerator(accel).hosts == hosts
 
 
 @pytest.mark.parametrize("argv,says", [

@@ -1,5 +1,6 @@
-"""sweeps/aot.py and sweeps/readiness.py on this machine's CPU (no libtpu needed): the compiled
-program's shardings and bytes, the fit check, the refusal and its remedy, the dry run's flags.
+"""sweeps/aot.py, readiness.py and dry_run.py on this machine's CPU (no libtpu needed): the
+compiled program's shardings and bytes, the fit check, the refusal and its remedy, the dry
+run's flags.
 tests/sweeps/test_readiness_tpu.py runs the same against TPU topologies where libtpu is."""
 
 import dataclasses
@@ -7,12 +8,14 @@ import json
 import os
 
 import jax
+import numpy as np
 import pytest
+from jax.experimental.layout import Layout
 
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.conventions import Shape
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import aot, cli, optimizer, readiness, table
+from chinchax.sweeps import aot, cli, dry_run, optimizer, readiness, table
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps.configs import tiny, tpu_v5p
 from tests.helpers import aot_util
@@ -57,14 +60,29 @@ def test_out_of_memory_messages_give_the_bytes():
   assert p.hbm_bytes == 100 + 40 - 30 + 7 + 3
 
 
+def test_bytes_as_a_layout_tiles_them():
+  f32 = np.float32
+  # The last dimension (64) padded to the tile's 128: twice the logical bytes.
+  assert aot.layout_bytes((2, 64, 4, 64), f32, Layout((0, 1, 2, 3), ((4, 128),))) == (
+      2 * 64 * 4 * 128 * 4)
+  # The same array with its 512 minor needs no padding; with 64 minor it does.
+  assert aot.layout_bytes((512, 64), f32, Layout((1, 0), ((8, 128),))) == 512 * 64 * 4
+  assert aot.layout_bytes((512, 64), f32, Layout((0, 1), ((8, 128),))) == 512 * 128 * 4
+  assert aot.layout_bytes((2, 64), f32, Layout((0, 1), ((2, 128),))) == 2 * 128 * 4
+  assert aot.layout_bytes((3, 5), f32, Layout((0, 1), ((8, 128),))) == 8 * 128 * 4
+  assert aot.layout_bytes((), np.int32, Layout((), ((128,),))) == 128 * 4  # a scalar
+  assert aot.layout_bytes((3, 5), f32, Layout((0, 1))) == 3 * 5 * 4  # no tiles: a CPU
+  assert aot.layout_bytes((), f32, Layout(())) == 4
+
+
 def test_flags_of_the_dry_run():
-  rest, opts = readiness.split_flags(["--dry-run", "--compile=v5e:4x4", "--json",
+  rest, opts = dry_run.split_flags(["--dry-run", "--compile=v5e:4x4", "--json",
                                       "--headroom=0.2", "--config.seed=1"])
   assert rest == ["--dry-run", "--config.seed=1"]
-  assert opts == readiness.Options("v5e:4x4", True, 0.2)
-  assert readiness.split_flags(["--compile"])[1].compile == ""
+  assert opts == dry_run.Options("v5e:4x4", True, 0.2)
+  assert dry_run.split_flags(["--compile"])[1].compile == ""
   with pytest.raises(UserError, match="--headroom"):
-    readiness.split_flags(["--headroom=1.5"])
+    dry_run.split_flags(["--headroom=1.5"])
 
 
 def test_dry_run_reads_no_data(tmp_path, monkeypatch, capsys):
@@ -114,6 +132,6 @@ def test_a_cell_that_does_not_fit_is_refused_with_the_setting_that_fits():
   (row,) = readiness.check([cell], c, devices, budget=budget)
   assert row.fits is False and row.remedy == ("--config.train.model.remat=minimal",)
   assert row.remedy_hbm <= budget
-  line = readiness.refusal(row)
+  line = dry_run.refusal(row)
   assert line.startswith(f"{cell.name}: refused: needs ") and "fits with" in line
   assert "\n" not in line

@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from chinchax.launch import tpu as launch_tpu
+from chinchax.launch import tpu_slice
 from chinchax.scaling.errors import UserError
 from chinchax.sweeps import hardware, report
 from tests.helpers import train_util
@@ -29,8 +29,8 @@ def test_targets_name_one_slice(text, family, topology, chips, hosts, accel):
   assert (t.chip.family, t.topology, t.chips, t.hosts_per_slice, t.accelerator_type) == (
       family, topology, chips, hosts, accel)
   assert t.chips_per_host * t.hosts_per_slice == chips
-  # launch/tpu.py counts hosts from the gcloud type on its own: both must agree.
-  assert launch_tpu.accelerator(accel).hosts == hosts
+  # launch/tpu_slice.py counts hosts from the gcloud type on its own: both must agree.
+  assert tpu_slice.accelerator(accel).hosts == hosts
 
 
 def test_default_topologies_are_gclouds():

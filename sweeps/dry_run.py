@@ -1,0 +1,189 @@
+"""`chinchax sweep --dry-run`: the grid without data, and with `--compile` every cell compiled
+for its TPU slice before any chip is rented.
+
+    chinchax sweep --config=PATH --dry-run [--compile[=TARGET]] [--json] [--headroom=0.1]
+
+The dry run reads no dataset: the grid comes from the config alone (so D is not checked
+against the corpus's unique tokens; the sweep itself does that). `--compile` compiles every
+cell's train and eval steps ahead of time for TARGET, default the config's `target` key: a TPU
+slice (`v5p:2x2x4`, `v5e:4x4,slices=2`, `v6e-8`; needs libtpu, `pip install
+'chinchax[tpu]'`) or `local`, this machine's own devices (a GPU node checks itself); the
+checking is `sweeps.readiness`. Per cell it prints HBM per chip, whether that fits the chip's
+usable HBM less `--headroom` (default 10%, kept for the runtime, checkpoint copies and
+fragmentation), the compiled FLOPs per step over the analytic Chinchilla count of
+`scaling.conventions` (≈1 with remat none: the embedding is a gather here and a matmul there;
+remat adds its recompute) and the compile time.
+
+A cell that does not fit is refused (exit status 2) with the setting that makes it fit, when
+one does. `--json` prints one object instead: {"target", "chips", "hbm_capacity_bytes",
+"hbm_budget_bytes", "cells": [...], "refused": [...]}, each cell with at least N,
+hbm_bytes_per_chip and fits.
+"""
+
+import dataclasses
+import json
+import os
+import sys
+import time
+
+from chinchax.models import mesh as mesh_lib
+from chinchax.scaling import conventions
+from chinchax.scaling.errors import UserError
+from chinchax.sweeps import aot, estimate, hardware, readiness, table
+from chinchax.sweeps import spec as spec_lib
+
+HEADROOM = 0.10
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+  compile: str | None = None   # "" = the config's target
+  json: bool = False
+  headroom: float = HEADROOM
+
+
+def split_flags(argv: list[str]) -> tuple[list[str], Options]:
+  rest, kw = [], {}
+  for arg in argv:
+    name, eq, value = arg.partition("=")
+    if name == "--compile":
+      kw["compile"] = value
+    elif arg == "--json":
+      kw["json"] = True
+    elif name == "--headroom":
+      try:
+        kw["headroom"] = float(value)
+      except ValueError:
+        kw["headroom"] = -1.0
+      if not 0 <= kw["headroom"] < 1:
+        raise UserError(f"--headroom={value!r}: give the fraction of HBM to keep free, "
+                        "from 0 to below 1 (default 0.1)")
+    else:
+      rest.append(arg)
+  return rest, Options(**kw)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _gib(b: int | None) -> str:
+  return "–" if b is None else f"{b / hardware.GiB:.3g}"
+
+
+def refusal(row: readiness.Row) -> str:
+  why = row.train.error or (row.eval.error if row.eval else None)
+  if why and not row.train.argument_bytes:  # never lowered: it does not shard over the target
+    return f"{row.cell.name}: refused: {why}"
+  need = (f"needs {'at least ' if why else ''}{_gib(row.hbm)} GiB of HBM per chip"
+          + (f" > {_gib(row.budget)}" if row.budget else "") + (f" ({why})" if why else ""))
+  fix = (f"fits with {' '.join(row.remedy)} ({_gib(row.remedy_hbm)} GiB/chip)" if row.remedy
+         else "no remat, FSDP or grad_accum setting fits: use a larger slice or smaller batch")
+  return f"{row.cell.name}: refused: {need}; {fix}"
+
+
+def format_rows(rows: list[readiness.Row]) -> str:
+  head = ["cell", "N", "batch", "mesh", "remat", "HBM/chip GiB", "args", "temps", "fits",
+          "FLOPs compiled/chinchilla", "compile s"]
+  body = []
+  for r in rows:
+    ratio = r.train.flops / r.analytic_flops if r.train.flops else None
+    body.append([r.cell.name, f"{r.cell.N:,}", f"{r.cell.batch_size} x {r.cell.seq_len}",
+                 "x".join(map(str, _resolved(r))), r.setup.model.remat, _gib(r.hbm),
+                 _gib(r.train.argument_bytes), _gib(r.train.temp_bytes),
+                 {True: "yes", False: "NO", None: "?"}[r.fits],
+                 "–" if ratio is None else f"{ratio:.3f}",
+                 f"{r.train.compile_s + (r.eval.compile_s if r.eval else 0):.0f}"])
+  widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
+  line = lambda x: "  ".join(v.ljust(w) if i == 0 else v.rjust(w)
+                             for i, (v, w) in enumerate(zip(x, widths))).rstrip()
+  return "\n".join([line(head), line(["-" * w for w in widths])] + [line(x) for x in body])
+
+
+def _resolved(r: readiness.Row) -> tuple[int, ...]:
+  try:
+    return mesh_lib.resolve_shape(r.setup.mesh, r.devices)
+  except UserError:
+    return r.setup.mesh
+
+
+def _program_json(p: aot.Program | None) -> dict | None:
+  if p is None:
+    return None
+  return {**dataclasses.asdict(p), "hbm_bytes": p.hbm_bytes}
+
+
+def row_json(r: readiness.Row) -> dict:
+  return {
+      "name": r.cell.name, "N": r.cell.N, "D": r.cell.D, "budget": r.cell.budget,
+      "batch_size": r.cell.batch_size, "seq_len": r.cell.seq_len,
+      "mesh": list(_resolved(r)), "sharding": r.setup.mode, "remat": r.setup.model.remat,
+      "grad_accum": r.setup.grad_accum, "hbm_bytes_per_chip": r.hbm, "fits": r.fits,
+      "train": _program_json(r.train), "eval": _program_json(r.eval),
+      "compiled_flops_per_step": r.train.flops,
+      "analytic_flops_per_step": {
+          "chinchilla": r.analytic_flops,
+          "6ND": conventions.flops_per_token(r.cell.shape, "6ND") * r.cell.batch_size
+                 * r.cell.seq_len},
+      "flops_ratio": r.train.flops / r.analytic_flops if r.train.flops else None,
+      "compile_s": r.train.compile_s + (r.eval.compile_s if r.eval else 0.0),
+      "remedy": list(r.remedy) if r.remedy else None, "remedy_hbm_bytes": r.remedy_hbm,
+  }
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def run(spec: spec_lib.Spec, opts: Options) -> int:
+  """The whole dry run: the grid (no data), then with --compile the cells compiled."""
+  c, cells, refusals = spec.config, list(spec.cells), list(spec.refusals)
+  if opts.compile is None:
+    if opts.json:
+      print(json.dumps({"cells": [{"name": x.name, "N": x.N, "D": x.D,
+                                   "hbm_bytes_per_chip": None, "fits": None} for x in cells],
+                        "refused": refusals}, indent=1))
+      return 0
+    seconds, how = estimate.time_model(spec.executor)
+    if c.get("target"):  # the slice the sweep is for, not this machine
+      t = hardware.parse_target(c.target)
+      rate = estimate.ASSUMED_MFU * t.chip.peak_flops * t.chips
+      seconds = lambda cell: cell.flops_6ND / rate
+      how = (f"time at {estimate.ASSUMED_MFU:.0%} of the {t.chips} x {t.chip.peak_flops:.3g} "
+             f"FLOP/s peak of the target {t.name} (6ND FLOPs)")
+    print(table.format_table(cells, refusals, seconds=seconds))
+    print(how)
+    print("unique tokens and the vocabulary are checked when the data is opened for training")
+    return 0
+
+  where = opts.compile or str(c.get("target", "") or "")
+  if not where:
+    raise UserError("--compile needs a target: set `target` in the config (e.g. "
+                    "c.target = 'v5p:2x2x4') or write --compile=v5p:2x2x4 (or --compile=local)")
+  target = None if where == "local" else hardware.parse_target(where)
+  devices = aot.target_devices(target)
+  if spec.executor.kind == "packed":
+    devices = devices[:spec.executor.devices_per_cell]
+  capacity = aot.hbm_capacity(devices)
+  budget = None if capacity is None else int(capacity * (1 - opts.headroom))
+  say = lambda m: print(m, file=sys.stderr, flush=True)
+  name = target.name if target else f"{len(devices)} x {devices[0].device_kind} (local)"
+  say(f"compiling {len(cells)} cells for {name} on {os.cpu_count()} CPU threads")
+  t0 = time.perf_counter()
+  rows = readiness.check(cells, c, devices, budget, target.slices if target else 1, say)
+  elapsed = time.perf_counter() - t0
+  refused = [refusal(r) for r in rows if r.fits is False]
+  if opts.json:
+    print(json.dumps({"target": name, "chips": len(devices), "hbm_capacity_bytes": capacity,
+                      "headroom": opts.headroom, "hbm_budget_bytes": budget,
+                      "compile_s": elapsed, "cells": [row_json(r) for r in rows],
+                      "refused": refused, "grid_refused": refusals}, indent=1))
+  else:
+    print(format_rows(rows))
+    room = (f"{_gib(capacity)} GiB HBM each, {opts.headroom:.0%} kept free: {_gib(budget)} GiB "
+            "for the program" if capacity else "HBM capacity unknown: fits is not decided")
+    verdict = (f"{sum(r.fits is True for r in rows)} fit, {len(refused)} refused" if capacity
+               else f"{len(refused)} failed to compile")
+    print(f"\n{len(rows)} cells compiled for {name} ({len(devices)} devices, {room}) in "
+          f"{elapsed / 60:.1f} min; {verdict}")
+    for line in refused + refusals:
+      print(f"  {line}")
+  return 2 if refused else 0
