@@ -53,21 +53,22 @@ WSD or cosine. A branch and a cosine run at the same N, D, batch and peak LR agr
 3e10: 2.297 and 2.303); WSD trains 0.80x the tokens of 20 cosine runs with the same 9
 compiles, so the smoke uses branches (schedule='wsd'); Approach 3 gets every branch.
 
-What it gives (bench/smoke_bench.py; both seeds side by side at a load average of ~10, so
-their wall times say nothing; see README for a run on its own):
+What it gives (bench/smoke_bench.py, each seed alone on an idle 2-core machine: seed 0 248 s
+of wall time with a warm compile cache, 462 s of cell time at 1.97 cells at a time; seed 1
+288 s with a cold cache):
 
     IsoFLOP minima (Approach 2's profiles), every one strictly inside its sizes:
       seed 0: 1.19e4 (5e10)  2.41e4 (1.5e11)  5.39e4 (5e11)  1.02e5 (1.5e12)
       seed 1: 1.34e4         2.30e4           5.16e4         1.13e5
     a, 90% interval     Approach 2              Approach 3              |a2 - a3|
       seed 0:           0.636 [0.545, 0.766]    0.708 [0.508, 0.824]    0.072
-      seed 1:           0.632 [0.560, 0.954]    0.811 [0.540, 0.860]    0.179
+      seed 1:           0.632 [0.561, 0.936]    0.811 [0.546, 0.857]    0.179
     Approach 3's law: seed 0 E 0.66, A 7.29, B 420, alpha 0.207, beta 0.502;
       seed 1 E 0.24, A 4.65, B 588, alpha 0.123, beta 0.529
     `chinchax plan` at 1.5e13 FLOPs (10x the largest budget): 12.2 and 11.8 tokens/param
 
-Seed 0 meets every check of issue 12 but the time; seed 1 does not: Approach 2's interval of a
-is 0.39 wide and Approach 3's alpha (0.12) puts its a 0.18 above Approach 2's. What is left
+Seed 0 meets every check of issue 12; seed 1 does not: Approach 2's interval of a
+is 0.38 wide and Approach 3's alpha (0.12) puts its a 0.18 above Approach 2's. What is left
 is in the far cells of the two smallest budgets: 67.9k parameters at 5e10 trains 240 steps
 (at 1.5e11, 720) and differs between the seeds by 0.047 (0.055), and the law misses the
 small-budget profiles by up to 3-4% at both ends (a saturated 10.1k model, an under-trained
