@@ -25,6 +25,7 @@ import numpy as np
 
 from chinchax.scaling import conventions
 from chinchax.scaling import optimum as opt
+from chinchax.scaling import power
 from chinchax.scaling.errors import UserError
 from chinchax.scaling.json_checks import integer, interval, number, obj, shown, string, strings
 
@@ -115,6 +116,14 @@ def _optimal(best: Any, form: str, values: np.ndarray):
     obj(row, where, ("C", "tokens_per_param"))
     number(row["C"], f"{where}.C", "positive")
     number(row["tokens_per_param"], f"{where}.tokens_per_param", "positive")
+    # The rows are the law's own D*/N*, so a damaged k_N or k_D (which can put N* at 0 or
+    # inf) shows up here as a mismatch rather than later as a division by zero.
+    P = values if form == POWER else power.from_theta(values)
+    with np.errstate(all="ignore"):
+      N, D = power.optimum(float(row["C"]), P)
+      expected = float(D / N)
+    _consistent(row["tokens_per_param"], expected, f"{where}.tokens_per_param",
+                f"D*/N* at C = {row['C']:.3g}")
 
 
 def _approaches(approaches: Any):

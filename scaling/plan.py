@@ -24,6 +24,8 @@ import json
 import math
 from typing import Any
 
+import numpy as np
+
 from chinchax.scaling import conventions
 from chinchax.scaling import data_constrained
 from chinchax.scaling import extrapolation as extrapolation_lib
@@ -87,7 +89,12 @@ def sanity(N: float, D: float) -> list[str]:
 
 def compute_optimal(law: ScalingLaw, C: float, level: float | None = None) -> dict[str, Any]:
   """N*, D*, D*/N* and (when the law predicts losses) the loss at C, with intervals."""
-  N, D = law.optimum(C)
+  with np.errstate(all="ignore"):
+    N, D = law.optimum(C)
+  if not all(math.isfinite(x) and 0 < x < math.inf for x in (N, D)):
+    raise UserError(f"the law puts the optimum at C = {fmt.num(C)} at N = {N:.3g}, D = {D:.3g}, "
+                    "not a model anyone can train: its k_N or k_D is out of range (a damaged "
+                    "law.json?); refit with `chinchax fit`")
   out = {"N": N, "D": D, "tokens_per_param": D / N,
          "loss": law.optimal_loss(C) if law.predicts_loss else None, "interval": None}
   if law.samples is not None:

@@ -176,6 +176,7 @@ def _seed_laws() -> list[dict]:
 
 
 LAWS = _seed_laws()
+POWER_LAW = LAWS[-2]  # Approach 2's fitted law
 
 
 @FAST
@@ -230,6 +231,9 @@ def _edit(doc: dict, path: tuple, value) -> bytes:
 @example(_edit(LAWS[0], ("law", "form"), {}))  # found: an unhashable form
 @example(_edit(LAWS[-3], ("data", "N"), [1, 10**400]))  # found: an integer beyond a float
 @example(b"[" * 100000)  # nesting deeper than Python's recursion limit
+@example(_edit(POWER_LAW, ("law", "log_kN"), -768.0))  # found: N* underflows to 0
+@example(_edit(json.loads(_edit(POWER_LAW, ("optimal", "tokens_per_param"), [])),
+               ("law", "log_kN"), -768.0))  # the same with no rows to check it against
 def test_law_of_mutated_valid_laws(data):
   _load_law(_file("mutated.json", data))
 
