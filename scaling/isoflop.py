@@ -195,15 +195,24 @@ def inside(bud: Budgets, est: Estimate) -> np.ndarray:
     return est.convex_RxK & (bud.x_lo_K < x) & (x < bud.x_hi_K)
 
 
-def power_laws(bud: Budgets, log_N_star_RxK: np.ndarray, keep_K: np.ndarray):
-  """(a, log_kN, b, log_kD), each (R,), by least squares over the kept budgets."""
-  log_C = np.log(bud.C_K[keep_K])
-  x = log_N_star_RxK[:, keep_K]
-  log_D = log_C - bud.p0_K[keep_K] - bud.p1_K[keep_K] * x
-  lc = log_C - log_C.mean()
-  slope = lambda y: (y - y.mean(axis=1, keepdims=True)) @ lc / (lc @ lc)
-  a, b = slope(x), slope(log_D)
-  return a, x.mean(axis=1) - a * log_C.mean(), b, log_D.mean(axis=1) - b * log_C.mean()
+def power_laws(bud: Budgets, log_N_star_RxK: np.ndarray, keep: np.ndarray):
+  """(a, log_kN, b, log_kD), each (R,), by least squares over the kept budgets.
+
+  keep: (K,) for the same budgets in every row, or (R, K) for each row its own (each row
+  must keep at least two budgets with distinct C).
+  """
+  w_RxK = np.broadcast_to(np.asarray(keep, bool), log_N_star_RxK.shape).astype(np.float64)
+  n_R = w_RxK.sum(axis=1)
+  mean = lambda v_RxK: (w_RxK * v_RxK).sum(axis=1) / n_R
+  log_C_K = np.log(bud.C_K)
+  with np.errstate(invalid="ignore"):  # a dropped budget's N* may be nan; its weight is 0
+    x_RxK = np.where(w_RxK > 0, log_N_star_RxK, 0.0)
+  log_D_RxK = log_C_K - bud.p0_K - bud.p1_K * x_RxK
+  log_C_R = mean(np.broadcast_to(log_C_K, w_RxK.shape))
+  lc_RxK = w_RxK * (log_C_K - log_C_R[:, None])
+  slope = lambda y_RxK: (lc_RxK * y_RxK).sum(axis=1) / (lc_RxK * lc_RxK).sum(axis=1)
+  a, b = slope(x_RxK), slope(log_D_RxK)
+  return a, mean(x_RxK) - a * log_C_R, b, mean(log_D_RxK) - b * log_C_R
 
 
 def _why_dropped(bud: Budgets, k: int, est: Estimate, method: str) -> str:

@@ -85,9 +85,12 @@ from chinchax.sweeps.configs import train
 # The shape recipe's own shapes at d_model = 16, 24, ..., 80: two layers, head_dim 8, d_ff the
 # multiple of 8 nearest 8/3 · d_model, N exactly on target. One family, one width step apart.
 LADDER = (10096, 20136, 33504, 48280, 67920, 90888, 114112, 143352, 175920)
-BUDGETS = (5e10, 1.5e11, 5e11, 1.5e12)
-# Five rungs per budget around its minimum in the pilot (docstring).
-SIZES = (LADDER[0:5], LADDER[0:5], LADDER[2:7], LADDER[4:9])
+# Six budgets about 2x apart over 30x: with WSD a budget between others costs only its cooldown
+# branches (a fifth of each branch's steps), and each adds a minimum to Approach 2's line.
+BUDGETS = (5e10, 1e11, 2e11, 4e11, 8e11, 1.5e12)
+# Five rungs per budget around its minimum in the pilot (docstring). The two smallest budgets'
+# minima (1.2e4, 1.9e4) sit low in their sizes: the ladder has no rung below 10.1k.
+SIZES = (LADDER[0:5], LADDER[0:5], LADDER[0:5], LADDER[1:6], LADDER[2:7], LADDER[4:9])
 BATCH = 8  # sequences of 64 bytes, at every budget: one compile per shape, one WSD run per size
 
 

@@ -9,10 +9,11 @@ import math
 import numpy as np
 import pytest
 
+from chinchax.scaling import isoflop
 from chinchax.scaling.errors import UserError
 from chinchax.scaling.isoflop import fit_isoflop, profile_loss
 from chinchax.scaling.isoflop_bootstrap import bootstrap_isoflop
-from chinchax.scaling.runs import make_runs
+from chinchax.scaling.runs import budget_groups, make_runs
 
 # The Chinchilla fit (Hoffmann et al. 2022, eq. 10) as the known truth.
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28
@@ -202,6 +203,29 @@ def test_bootstrap_interval_contains_the_truth():
     assert hi - lo < 0.05  # and says something
   again = bootstrap_isoflop(runs, n_resamples=200, seed=0)
   np.testing.assert_array_equal(samples["a"], again["a"])
+
+
+def test_power_laws_fit_each_row_over_its_own_budgets():
+  """A row's (a, log_kN, b, log_kD) is the least-squares line through the budgets it keeps,
+  as np.polyfit finds it on those budgets alone."""
+  runs = isoflop_runs(noise=0.005, seed=1, offsets=OFFSETS)
+  bud, _ = isoflop.screen(runs, budget_groups(runs), runs.loss)
+  rng = np.random.default_rng(0)
+  K = len(bud.C_K)
+  x_RxK = np.log(1e8) + 0.5 * np.log(bud.C_K / bud.C_K[0]) + 0.1 * rng.standard_normal((6, K))
+  keep_RxK = np.ones((6, K), bool)
+  keep_RxK[1, 0] = keep_RxK[2, -1] = keep_RxK[3, 1:3] = False
+  keep_RxK[4, :K - 2] = False  # two budgets left
+  x_RxK[~keep_RxK] = np.nan  # a dropped budget's minimum is never read
+  a, log_kN, b, log_kD = isoflop.power_laws(bud, x_RxK, keep_RxK)
+  for r in range(6):
+    k = keep_RxK[r]
+    log_C, x = np.log(bud.C_K[k]), x_RxK[r, k]
+    log_D = log_C - bud.p0_K[k] - bud.p1_K[k] * x
+    np.testing.assert_allclose([a[r], log_kN[r]], np.polyfit(log_C, x, 1), rtol=1e-10)
+    np.testing.assert_allclose([b[r], log_kD[r]], np.polyfit(log_C, log_D, 1), rtol=1e-10)
+  same = isoflop.power_laws(bud, x_RxK[:1], keep_RxK[0])  # one (K,) mask for every row
+  np.testing.assert_allclose(np.ravel(same), [a[0], log_kN[0], b[0], log_kD[0]])
 
 
 def test_three_sizes_per_budget_still_give_an_interval():

@@ -64,25 +64,45 @@ def test_smoke_sizes_are_one_shape_family_one_width_step_apart():
   assert sorted(smoke.LADDER) == sorted(by_N)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 1])
-def test_smoke_design_pins_a_known_law(seed):
+def _noisy_fit(seed: int, bootstrap: int = 200):
   N, D, budget = smoke_points()
-  C0 = min(budget)
-  A = _law_A(1.2e4, C0)
+  A = _law_A(1.2e4, min(budget))
   rng = np.random.default_rng(seed)
   loss = (E + A / N**ALPHA + B / D**BETA) * (1 + NOISE * rng.standard_normal(len(N)))
-  law = chinchax.fit({"N": N, "D": D, "loss": loss, "budget": budget}, bootstrap=200, seed=seed)
-  doc = law.doc
-  fit2, fit3 = doc["approaches"]["2"], doc["approaches"]["3"]
+  return chinchax.fit({"N": N, "D": D, "loss": loss, "budget": budget}, bootstrap=bootstrap,
+                      seed=seed), N, budget
+
+
+@pytest.mark.slow
+def test_smoke_design_pins_a_known_law():
+  """Issue 12's checks on 20 noisy copies of the design (each one sweep's worth of seeds)."""
   a_true = BETA / (ALPHA + BETA)
+  covered, gaps = 0, []
+  for seed in range(20):
+    law, N, budget = _noisy_fit(seed)
+    fit2, fit3 = law.doc["approaches"]["2"], law.doc["approaches"]["3"]
+    lo, hi = fit2["ci"]["a"]
+    assert hi - lo <= 0.3, (seed, lo, hi)
+    covered += lo <= a_true <= hi
+    gaps.append(abs(fit2["a"] - fit3["a"]))
+    for C, N_opt in zip(fit2["points"]["C"], fit2["points"]["N"]):
+      sizes = N[np.abs(budget / C - 1) < 0.05]
+      assert sizes.min() < N_opt < sizes.max()  # each budget's minimum strictly inside
+    assert 0.05 <= fit3["alpha"] <= 1.5 and 0.05 <= fit3["beta"] <= 1.5
+    assert fit3["A"] < 1e12 and fit3["B"] < 1e12
+    r = chinchax.plan(law, flops=10 * max(budget)).to_dict()["optimum"]["tokens_per_param"]
+    assert 1 <= r <= 1000 and math.isfinite(r)
+  assert covered >= 16, covered  # nominal 90%: 18 of 20; 16 or more with probability 0.96
+  assert max(gaps) <= 0.1, gaps
+
+
+def test_a_budget_whose_minimum_sits_near_an_edge_keeps_the_interval_finite():
+  """Seed 13 of the design puts the largest budget's fitted minimum at 161k of its
+  68k-176k sizes. Resamples that push it past 176k drop that budget, as the data would;
+  extrapolating them instead put the interval's upper end past 3.6 (tokens per parameter
+  falling as C^-2.6), for an estimate whose spread over noisy sweeps is 0.04."""
+  law, _, _ = _noisy_fit(13, bootstrap=1000)
+  fit2 = law.doc["approaches"]["2"]
   lo, hi = fit2["ci"]["a"]
-  assert hi - lo <= 0.3 and lo <= a_true <= hi
-  assert abs(fit2["a"] - fit3["a"]) <= 0.1
-  for C, N_opt in zip(fit2["points"]["C"], fit2["points"]["N"]):
-    sizes = N[np.abs(budget / C - 1) < 0.05]
-    assert sizes.min() < N_opt < sizes.max()  # each budget's minimum strictly inside
-  assert 0.05 <= fit3["alpha"] <= 1.5 and 0.05 <= fit3["beta"] <= 1.5
-  assert fit3["A"] < 1e12 and fit3["B"] < 1e12
-  r = chinchax.plan(law, flops=10 * max(budget)).to_dict()["optimum"]["tokens_per_param"]
-  assert 1 <= r <= 1000 and math.isfinite(r)
+  assert lo < BETA / (ALPHA + BETA) < hi and hi - lo < 0.3, (lo, hi)
+  assert fit2["bootstrap"]["dropped"] < 100  # degenerate resamples: fewer than 2 budgets left
