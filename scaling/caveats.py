@@ -97,7 +97,9 @@ def headline(doc: Mapping[str, Any]) -> list[str]:
   if doc["fit"].get("disagreements"):
     lines.append("  the approaches DISAGREE: their intervals do not overlap (see the warnings)")
   elif len(with_ci) >= 2:
-    lines.append("  the approaches agree: their intervals of a and b overlap")
+    a_k = [entries[k]["a"] for k in with_ci]
+    lines.append("  the approaches agree: their intervals of a and b overlap (their estimates "
+                 f"of a are {max(a_k) - min(a_k):.3f} apart)")
   elif len(entries) >= 2:
     lines.append("  agreement not checked: fewer than two approaches have intervals")
   rec, law = doc["recommended"], doc["law"]

@@ -1,4 +1,4 @@
-r"""The built-in smoke sweep: an IsoFLOP study on a CPU, 4 budgets over 30x, by WSD branches.
+r"""The built-in smoke sweep: an IsoFLOP study on a CPU, 6 budgets over 30x, by WSD branches.
 
     chinchax sweep                       # = --config=sweeps/configs/smoke.py --workdir=runs/smoke
     chinchax sweep --config=sweeps/configs/smoke.py --dry-run
@@ -11,12 +11,12 @@ cosine run of its own) and exits:
     C5e10-N2.01e4      5e+10   20,136       24 x 2      3    64  4.14e+05   20.5    808  8 x 64  1.22e-02 ...
     ...
     C1.5e12-N1.76e5  1.5e+12  175,920       80 x 2     10   216  1.42e+06    8.1   2776  8 x 64  4.13e-03 ...
-    20 cells, 0 refused; total 1.1e+13 FLOPs (6ND), ...
+    30 cells, 0 refused; total 1.53e+13 FLOPs (6ND), ...
 
 Without --dry-run it trains 9 jobs, one warmup-stable-decay run per size with a cooldown
-branch at each of its budgets' D (20 branches, the 20 cells; sweeps/wsd.py), two at a time
+branch at each of its budgets' D (30 branches, the 30 cells; sweeps/wsd.py), two at a time
 (the CPU split into two jax devices, `executor='packed'`), printing a line per job, then fits
-the 20 branches and prints the headline (the compute-optimal exponents a, b of Approaches 2
+the 30 branches and prints the headline (the compute-optimal exponents a, b of Approaches 2
 and 3 with their 90% intervals, whether they agree, and Approach 3's law when it is well
 determined), the law and the compute-optimal table; everything lands in runs/smoke.
 
@@ -25,9 +25,9 @@ standard library's source. Sizes are rungs of one ladder, the shape recipe's own
 d_model 16, 24, ..., 80 (two layers, head_dim 8, d_ff ≈ 8/3 · d_model: 10.1k to 176k
 parameters), so that neighbouring sizes differ in scale and not in kind; the previous sizes
 (8.6k-120k, targets between the rungs) had d_ff / d_model zigzag from 1.3 to 3.5. Budgets 5e10,
-1.5e11, 5e11, 1.5e12 FLOPs (6ND: 30x), five rungs each around its minimum; a fixed batch of
-8 x 64 tokens, so that each size is one shape and one batch at every budget: one compile, and
-one WSD run whose branches are its cells.
+1e11, 2e11, 4e11, 8e11, 1.5e12 FLOPs (6ND: 30x, about 2x apart), five rungs each around its
+minimum; a fixed batch of 8 x 64 tokens, so that each size is one shape and one batch at every
+budget: one compile, and one WSD run whose branches are its cells.
 
 The pilot (bench/cell_probe.py, one cosine cell per line; eval loss in nats/token; at load
 averages of 2-10, which change times, not losses):
@@ -50,31 +50,40 @@ averages of 2-10, which change times, not losses):
   the smallest rung; the largest is 30x it and costs 5 x C_max FLOPs whatever the schedule.
 
 WSD or cosine. A branch and a cosine run at the same N, D, batch and peak LR agree (11.6k at
-3e10: 2.297 and 2.303); WSD trains 0.80x the tokens of 20 cosine runs with the same 9
-compiles, so the smoke uses branches (schedule='wsd'); Approach 3 gets every branch.
+3e10: 2.297 and 2.303); Approach 3 gets every branch. With WSD a budget between two others
+costs little: its cells are cooldown branches (a fifth of each branch's steps) of runs that
+go on to the larger budgets anyway. Four budgets (5e10, 1.5e11, 5e11, 1.5e12; 20 cells) left
+seed 1 failing two of issue 12's checks: Approach 2's interval of a was 0.38 wide and
+Approaches 2 and 3 were 0.18 apart on a. Six budgets about 2x apart (30 cells, 9 runs as
+before) put a minimum every factor of 2 in C, and every check passes with each of three seeds.
 
-What it gives (bench/smoke_bench.py, each seed alone on an idle 2-core machine: seed 0 248 s
-of wall time with a warm compile cache, 462 s of cell time at 1.97 cells at a time; seed 1
-288 s with a cold cache):
+What it gives (bench/smoke_bench.py; Approach 2's interval with resamples read as the data
+are, scaling/isoflop_bootstrap.py):
 
     IsoFLOP minima (Approach 2's profiles), every one strictly inside its sizes:
-      seed 0: 1.19e4 (5e10)  2.41e4 (1.5e11)  5.39e4 (5e11)  1.02e5 (1.5e12)
-      seed 1: 1.34e4         2.30e4           5.16e4         1.13e5
+              5e10    1e11    2e11    4e11    8e11    1.5e12
+      seed 0: 1.21e4  1.90e4  3.11e4  4.93e4  7.61e4  1.06e5
+      seed 1: 1.40e4  1.89e4  2.68e4  4.21e4  6.92e4  1.17e5
+      seed 2: 1.36e4  1.98e4  2.94e4  4.51e4  6.88e4  9.69e4
     a, 90% interval     Approach 2              Approach 3              |a2 - a3|
-      seed 0:           0.636 [0.545, 0.766]    0.708 [0.508, 0.824]    0.072
-      seed 1:           0.632 [0.561, 0.936]    0.811 [0.546, 0.857]    0.179
-    Approach 3's law: seed 0 E 0.66, A 7.29, B 420, alpha 0.207, beta 0.502;
-      seed 1 E 0.24, A 4.65, B 588, alpha 0.123, beta 0.529
-    `chinchax plan` at 1.5e13 FLOPs (10x the largest budget): 12.2 and 11.8 tokens/param
+      seed 0:           0.647 [0.574, 0.730]    0.652 [0.577, 0.835]    0.005
+      seed 1:           0.625 [0.562, 0.692]    0.691 [0.587, 0.858]    0.066
+      seed 2:           0.584 [0.531, 0.655]    0.618 [0.490, 0.786]    0.034
+    Approach 3's law (E, A, B, alpha, beta): seed 0 0.82, 11.9, 447, 0.271, 0.507;
+      seed 1 0.76, 8.95, 559, 0.234, 0.525; seed 2 0.97, 16.6, 559, 0.326, 0.527
+    `chinchax plan` at 1.5e13 FLOPs (10x the largest budget): 9.67, 8.13, 14.2 tokens/param
 
-Seed 0 meets every check of issue 12; seed 1 does not: Approach 2's interval of a
-is 0.38 wide and Approach 3's alpha (0.12) puts its a 0.18 above Approach 2's. What is left
-is in the far cells of the two smallest budgets: 67.9k parameters at 5e10 trains 240 steps
-(at 1.5e11, 720) and differs between the seeds by 0.047 (0.055), and the law misses the
-small-budget profiles by up to 3-4% at both ends (a saturated 10.1k model, an under-trained
-67.9k one), which pulls Approach 3's alpha down. The ladder is coarse at the bottom (10.1k to
-20.1k is 2x), so a small budget's five sizes must span 0.8 decades; rungs between them
-(d_model in steps of 4 below 64) would let them keep to ±0.4 decades.
+Wall time on the 2-core machine, warm compile cache: seed 0 272 s, seed 1 278 s (517.6 s of
+cell time, 2.03 cells at a time, then 17 s of fit and report), while bench/step_bench.py
+measured 76k tokens/s for 67.9k parameters at 8 x 64 alone. The same machine later ran 40%
+slower (45k tokens/s in the same bench) and the sweep took 406 s warm and 475 s cold: the
+wall time follows the host's speed, which the load average does not show.
+
+At these sizes the exponents are not Chinchilla's: a ≈ 0.6-0.65, tokens per parameter falling
+with C (about 20 at 1.5e12, 8-14 at 10x), as in small models limited by optimizer steps. The
+smallest budget's minimum sits low in its sizes (0.1-0.2 of their log range: the ladder has
+no rung below 10.1k), which the profile fit reads without the parabola's bias (a warning says
+how large that bias would be).
 """
 
 import ml_collections
@@ -88,8 +97,8 @@ LADDER = (10096, 20136, 33504, 48280, 67920, 90888, 114112, 143352, 175920)
 # Six budgets about 2x apart over 30x: with WSD a budget between others costs only its cooldown
 # branches (a fifth of each branch's steps), and each adds a minimum to Approach 2's line.
 BUDGETS = (5e10, 1e11, 2e11, 4e11, 8e11, 1.5e12)
-# Five rungs per budget around its minimum in the pilot (docstring). The two smallest budgets'
-# minima (1.2e4, 1.9e4) sit low in their sizes: the ladder has no rung below 10.1k.
+# Five rungs per budget around its minimum in the pilot (docstring). The smallest budget's
+# minimum (1.2e4-1.4e4) sits low in its sizes: the ladder has no rung below 10.1k.
 SIZES = (LADDER[0:5], LADDER[0:5], LADDER[0:5], LADDER[1:6], LADDER[2:7], LADDER[4:9])
 BATCH = 8  # sequences of 64 bytes, at every budget: one compile per shape, one WSD run per size
 

@@ -146,6 +146,14 @@ def test_disagreement_reaches_law_json_and_the_headline(monkeypatch):
       caveats.headline(law.doc))
 
 
+def test_the_headline_says_how_far_apart_agreeing_approaches_are():
+  law = chinchax.fit(syn.isoflop(noise=0.002), bootstrap=50)
+  assert not law.doc["fit"]["disagreements"]
+  a = [law.approaches[k]["a"] for k in ("2", "3")]
+  assert ("  the approaches agree: their intervals of a and b overlap (their estimates of a "
+          f"are {abs(a[0] - a[1]):.3f} apart)") in caveats.headline(law.doc)
+
+
 def test_three_sizes_per_budget_still_give_an_interval_of_a():
   law = chinchax.fit(syn.isoflop(sizes=3, spread=3.0, noise=0.002), approaches="2",
                      bootstrap=200)

@@ -15,6 +15,7 @@ from chinchax.scaling.conventions import Shape
 from chinchax.scaling.errors import UserError
 from chinchax.sweeps import grid, prior, table
 from chinchax.sweeps import recipe as recipe_lib
+from chinchax.sweeps import wsd
 
 V, S = 258, 128
 
@@ -322,7 +323,7 @@ def test_law_counting_non_embedding_parameters_is_refused(tmp_path):
 # --------------------------------------------------------------------------- shipped configs
 
 SHIPPED = ["smoke", "tiny", "gpu_node", "tpu_v5p"]
-SMOKE_MAX_FLOPS = 1.5e13  # 6ND, all cells: what two CPU cores train in a few minutes
+SMOKE_MAX_FLOPS = 1.5e13  # 6ND of the tokens trained: what two CPU cores train in minutes
 
 
 def _real_shape_fn():
@@ -357,6 +358,16 @@ def test_shipped_configs_make_grids(name, which):
     assert len(budgets) >= 4 and budgets[-1] / budgets[0] >= 30
     for C in budgets:
       assert len({c.N for c in cells if c.budget == C}) >= 5
-    assert not refusals and total < SMOKE_MAX_FLOPS
+    assert not refusals
+    # What is trained: one WSD run per shape, its stable part to the last branch point and a
+    # cooldown per cell (sweeps/wsd.py), not a cosine run per cell.
+    trained = 0.0
+    for shape in {c.shape for c in cells}:
+      mine = [c for c in cells if c.shape == shape]
+      tokens_per_step = mine[0].batch_size * cfg.train.seq_len
+      branches = wsd.plan([c.D for c in mine], cfg.train.wsd.decay_fraction, tokens_per_step)
+      steps = max(b.start for b in branches) + sum(b.decay_steps for b in branches)
+      trained += 6 * mine[0].N * steps * tokens_per_step
+    assert cfg.schedule == "wsd" and 0.5 * total < trained < min(total, SMOKE_MAX_FLOPS)
   if name == "tiny":
     assert total < 3e12
