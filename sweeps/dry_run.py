@@ -143,12 +143,18 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
                         "refused": refusals}, indent=1))
       return 0
     seconds, how = estimate.time_model(spec.executor)
-    if c.get("target"):  # the slice the sweep is for, not this machine
-      t = hardware.parse_target(c.target)
-      rate = estimate.ASSUMED_MFU * t.chip.peak_flops * t.chips
+    if c.get("target"):  # the slice or node the sweep is for, not this machine
+      gpu = hardware.gpu_node(c.target)
+      if gpu:
+        _, n, peak = gpu
+        name = str(c.target).strip().lower()
+      else:
+        t = hardware.parse_target(c.target)
+        n, peak, name = t.chips, t.chip.peak_flops, t.name
+      rate = estimate.ASSUMED_MFU * peak * n
       seconds = lambda cell: cell.flops_6ND / rate
-      how = (f"time at {estimate.ASSUMED_MFU:.0%} of the {t.chips} x {t.chip.peak_flops:.3g} "
-             f"FLOP/s peak of the target {t.name} (6ND FLOPs)")
+      how = (f"time at {estimate.ASSUMED_MFU:.0%} of the {n} x {peak:.3g} "
+             f"FLOP/s peak of the target {name} (6ND FLOPs)")
     print(table.format_table(cells, refusals, seconds=seconds))
     print(how)
     print("unique tokens and the vocabulary are checked when the data is opened for training")
@@ -158,6 +164,9 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
   if not where:
     raise UserError("--compile needs a target: set `target` in the config (e.g. "
                     "c.target = 'v5p:2x2x4') or write --compile=v5p:2x2x4 (or --compile=local)")
+  if where != "local" and hardware.gpu_node(where):
+    raise UserError(f"--compile: the target {where!r} is a GPU node, and XLA compiles for a GPU "
+                    "only on one; run `chinchax sweep --dry-run --compile=local` on the node")
   target = None if where == "local" else hardware.parse_target(where)
   devices = aot.target_devices(target)
   if spec.executor.kind == "packed":

@@ -154,6 +154,24 @@ def default_topology(chip: Chip, n_chips: int) -> tuple[int, ...]:
 
 
 _TARGET = re.compile(r"([a-z0-9]+)([:-])([0-9x]+)(?:,slices=([0-9]+))?")
+_GPU_NODE = re.compile(r"([a-z][0-9]+):([0-9]+)")
+
+
+def gpu_node(text: str) -> tuple[str, int, float] | None:
+  """(device name, count, dense bf16 peak of one) for a GPU node target `h100:8`, else None.
+
+  Only the dry run's time column uses it: a GPU program is compiled on the node itself
+  (`--compile=local`), so a GPU target prices the cells without compiling them.
+  """
+  m = _GPU_NODE.fullmatch(str(text).strip().lower())
+  if not m or m.group(1) in TPU_CHIPS:
+    return None
+  known = {k.lower(): (k, v) for k, v in PEAK_BF16_FLOPS.items()}
+  if m.group(1) not in known or int(m.group(2)) < 1:
+    raise UserError(f"target {text!r}: a GPU node is NAME:COUNT with NAME one of "
+                    f"{', '.join(k.lower() for k in PEAK_BF16_FLOPS)} (e.g. h100:8)")
+  name, peak = known[m.group(1)]
+  return name, int(m.group(2)), peak
 
 
 def parse_target(text: str) -> Target:

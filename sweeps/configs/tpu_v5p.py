@@ -8,15 +8,16 @@ r"""An IsoFLOP sweep from 1e17 to 1e19 FLOPs on a Cloud TPU v5p-32 slice (16 chi
 which runs `chinchax sweep` with that config on every host (`--worker=all`); the workdir is a
 `gs://` path because the hosts share no disk. With --dry-run it prints the grid and exits:
 
-    cell               C            N  d_model x L  heads  d_ff         D    D/N  steps       batch   peak LR  C 6ND  C chinchilla
-    -------------  -----  -----------  -----------  -----  ----  --------  -----  -----  ----------  --------  -----  ------------
-    C1e17-N8.98e6  1e+17    8,979,328      128 x 3      2   512  1.86e+09  206.7  18881   48 x 2048  1.44e-03  1e+17      1.18e+17
-    C1e17-N1.32e7  1e+17   13,247,424      192 x 2      3   576  1.26e+09   95.0  12798   48 x 2048  1.27e-03  1e+17      1.12e+17
+    cell               C            N  d_model x L  heads  d_ff         D    D/N  steps       batch   peak LR  C 6ND  C chinchilla   time
+    -------------  -----  -----------  -----------  -----  ----  --------  -----  -----  ----------  --------  -----  ------------  -----
+    C1e17-N8.84e6  1e+17    8,839,808      128 x 2      8   672  1.89e+09  213.3  19179   48 x 2048  1.45e-03  1e+17      1.12e+17    45s
+    C1e17-N1.35e7  1e+17   13,450,560      192 x 3     12   416  1.24e+09   92.1  12605   48 x 2048  1.26e-03  1e+17      1.18e+17    45s
     ...
-    C1e19-N4.93e8  1e+19  493,131,520    1280 x 21     20  3392  3.38e+09    6.9   6876  240 x 2048  3.80e-04  1e+19      1.23e+19
-    C1e19-N7.23e8  1e+19  722,835,904    1472 x 24     23  3968  2.31e+09    3.2   4691  240 x 2048  3.34e-04  1e+19       1.2e+19
+    C1e19-N4.88e8  1e+19  488,295,680    1280 x 20     10  3584  3.41e+09    7.0   6944  240 x 2048  3.81e-04  1e+19      1.22e+19   1.3h
+    C1e19-N7.22e8  1e+19  722,409,984    1536 x 23     12  3840  2.31e+09    3.2   4694  240 x 2048  3.34e-04  1e+19       1.2e+19   1.3h
 
-    35 cells, 0 refused; total 1.01e+20 FLOPs (6ND), 1.27e+20 (chinchilla)
+    35 cells, 0 refused; total 1.01e+20 FLOPs (6ND), 1.27e+20 (chinchilla); about 12.7h of training
+    time at 30% of the 16 x 4.59e+14 FLOP/s peak of the target v5p:2x2x4 (6ND FLOPs)
 
 Expected time: 1.0e20 FLOPs (6ND) over 35 cells. At 40% MFU of 16 × 459 TFLOP/s (bf16
 dense), 2.9e15 FLOP/s, that is ~9.5 h; with the smallest models below that MFU, 10-14 h.

@@ -15,9 +15,9 @@ from jax.experimental.layout import Layout
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.conventions import Shape
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import aot, cli, dry_run, optimizer, readiness, table
+from chinchax.sweeps import aot, cli, dry_run, hardware, optimizer, readiness, table
 from chinchax.sweeps import spec as spec_lib
-from chinchax.sweeps.configs import tiny, tpu_v5p
+from chinchax.sweeps.configs import gpu_node, tiny, tpu_v5p
 from tests.helpers import aot_util
 
 @pytest.mark.slow
@@ -101,6 +101,23 @@ def test_dry_run_times_cells_on_the_target_slice(tmp_path, monkeypatch, capsys):
   first = spec_lib.resolve(tpu_v5p.get_config(), str(tmp_path)).cells[0]
   row = next(l for l in out.splitlines() if l.startswith(first.name))
   assert row.split()[-1] == table.duration(first.flops_6ND / (0.3 * 459e12 * 16))
+
+
+def test_dry_run_times_cells_on_a_gpu_node_and_compiles_only_on_it(tmp_path, monkeypatch,
+                                                                     capsys):
+  monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
+  assert cli.run(["sweep", "--config=sweeps/configs/gpu_node.py", "--dry-run"]) == 0
+  out = capsys.readouterr().out
+  assert "8 x 9.89e+14 FLOP/s peak of the target h100:8" in out
+  first = spec_lib.resolve(gpu_node.get_config(), str(tmp_path)).cells[0]
+  row = next(l for l in out.splitlines() if l.startswith(first.name))
+  assert row.split()[-1] == table.duration(first.flops_6ND / (0.3 * 989e12 * 8))
+  assert cli.run(["sweep", "--config=sweeps/configs/gpu_node.py", "--dry-run", "--compile"]) == 2
+  assert "--compile=local` on the node" in capsys.readouterr().err
+  assert cli.run(["sweep", "--config=sweeps/configs/gpu_node.py", "--dry-run",
+                  "--config.target=b200:8"]) == 2
+  assert "a GPU node is NAME:COUNT with NAME one of h100, h200, a100" in capsys.readouterr().err
+  assert hardware.gpu_node("v5e:16") is None  # a TPU family is never read as a GPU node
 
 
 def test_compile_needs_a_target(capsys):
