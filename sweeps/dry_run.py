@@ -22,7 +22,6 @@ hbm_bytes_per_chip and fits.
 
 import dataclasses
 import json
-import os
 import sys
 import time
 
@@ -175,7 +174,7 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
   budget = None if capacity is None else int(capacity * (1 - opts.headroom))
   say = lambda m: print(m, file=sys.stderr, flush=True)
   name = target.name if target else f"{len(devices)} x {devices[0].device_kind} (local)"
-  say(f"compiling {len(cells)} cells for {name} on {os.cpu_count()} CPU threads")
+  say(f"compiling {len(cells)} cells for {name}, one at a time")
   t0 = time.perf_counter()
   rows = readiness.check(cells, c, devices, budget, target.slices if target else 1, say)
   elapsed = time.perf_counter() - t0

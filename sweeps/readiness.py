@@ -3,8 +3,10 @@ if not, which setting makes it fit (`chinchax sweep --dry-run --compile`, sweeps
 
     rows = readiness.check(cells, config, aot.target_devices(target), budget=hbm_bytes)
 
-Cells with the same shape, batch and setting compile once; compilation runs on a thread per
-CPU core. A row's HBM per chip is the larger of its train step's and its eval step's
+Cells with the same shape, batch and setting compile once, one at a time: libtpu's compiler
+runs its own threads, and two compiles in one process contend for them (the v5p config on 2
+cores: its first 10 cells took 1026 s two at a time, its first 9 took 756 s one at a time,
+on a host running about 40% slower than its best). A row's HBM per chip is the larger of its train step's and its eval step's
 (`sweeps.aot`); it fits when that is within the budget (the chip's usable HBM less the
 headroom) and both steps compile. For a cell that does not fit, these settings are tried in
 order and the first that fits is its remedy: FSDP over the whole slice, remat minimal, both,
@@ -13,7 +15,6 @@ remat full, both, then gradient accumulation 2, 4, 8 on top of FSDP and full rem
 
 import concurrent.futures
 import dataclasses
-import os
 import time
 
 import ml_collections
@@ -111,7 +112,7 @@ def check(cells: list[grid.Cell], c: ml_collections.ConfigDict, devices: list,
     first.setdefault(key(s), s)
   t0 = time.perf_counter()
   results: dict = {}
-  with concurrent.futures.ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
+  with concurrent.futures.ThreadPoolExecutor(workers or 1) as pool:
     futures = {}
     for k, s in first.items():  # tracing stays on this thread; the compiler runs on the pool
       try:
