@@ -107,9 +107,10 @@ def check(cells: list[grid.Cell], c: ml_collections.ConfigDict, devices: list,
   """Compiles every cell (each distinct setup once, in parallel) and looks for remedies."""
   setups = [setup_for(cell, c) for cell in cells]
   key = lambda s: (s.model, s.mesh, s.mode, s.batch_size, s.grad_accum)
-  first = {}
-  for s in setups:
+  first, names = {}, {}
+  for cell, s in zip(cells, setups):
     first.setdefault(key(s), s)
+    names.setdefault(key(s), cell.name)
   t0 = time.perf_counter()
   results: dict = {}
   with concurrent.futures.ThreadPoolExecutor(workers or 1) as pool:
@@ -123,9 +124,11 @@ def check(cells: list[grid.Cell], c: ml_collections.ConfigDict, devices: list,
       futures[pool.submit(aot.compile_lowered, low)] = k
     for i, f in enumerate(concurrent.futures.as_completed(futures)):
       results[futures[f]] = f.result()
-      train = results[futures[f]][0]
+      train, ev = results[futures[f]]
+      # One line per compile, with what a table row needs: a run cut short still leaves one.
       say(f"compiled {i + 1}/{len(futures)} ({time.perf_counter() - t0:.0f} s): "
-          f"{train.hbm_bytes / hardware.GiB:.2f} GiB/chip"
+          f"{names[futures[f]]} {train.hbm_bytes / hardware.GiB:.2f} GiB/chip, "
+          f"compiled in {train.compile_s + (ev.compile_s if ev else 0.0):.0f} s"
           + (f", {train.error}" if train.error else ""))
   rows = []
   for cell, s in zip(cells, setups):

@@ -133,6 +133,18 @@ def test_a_tpu_target_without_libtpu_is_one_line(capsys):
 
 
 @pytest.mark.slow
+def test_each_compile_says_its_cell_hbm_and_seconds():
+  """The progress line is a table row: a dry run cut short still leaves its table."""
+  spec = spec_lib.resolve(tiny.get_config(), "unused")
+  cell, lines = spec.cells[0], []
+  (row,) = readiness.check([cell], spec.config, jax.devices()[:1], None, say=lines.append)
+  seconds = row.train.compile_s + row.eval.compile_s
+  assert len(lines) == 1 and lines[0].startswith("compiled 1/1 (")
+  assert lines[0].endswith(f"{cell.name} {row.train.hbm_bytes / 2**30:.2f} GiB/chip, "
+                           f"compiled in {seconds:.0f} s")
+
+
+@pytest.mark.slow
 def test_a_cell_that_does_not_fit_is_refused_with_the_setting_that_fits():
   """On this CPU, with a budget set between the cell's HBM with and without remat."""
   spec = spec_lib.resolve(tiny.get_config(), "unused")
