@@ -93,25 +93,29 @@ def test_dry_run_reads_no_data(tmp_path, monkeypatch, capsys):
   assert os.listdir(tmp_path) == []
 
 
-def test_dry_run_times_cells_on_the_target_slice(tmp_path, monkeypatch, capsys):
+def _dry_run_prices_first_cell(module, path, peak_text, peak_flops, tmp_path, monkeypatch,
+                               capsys):
+  """The dry run of `path` names the target's peak and prices its first cell at 30% of it."""
   monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
-  assert cli.run(["sweep", "--config=sweeps/configs/tpu_v5p.py", "--dry-run"]) == 0
+  assert cli.run(["sweep", f"--config={path}", "--dry-run"]) == 0
   out = capsys.readouterr().out
-  assert "peak of the target v5p:2x2x4" in out
-  first = spec_lib.resolve(tpu_v5p.get_config(), str(tmp_path)).cells[0]
+  assert peak_text in out
+  first = spec_lib.resolve(module.get_config(), str(tmp_path)).cells[0]
   row = next(l for l in out.splitlines() if l.startswith(first.name))
-  assert row.split()[-1] == table.duration(first.flops_6ND / (0.3 * 459e12 * 16))
+  assert row.split()[-1] == table.duration(first.flops_6ND / (0.3 * peak_flops))
+
+
+def test_dry_run_times_cells_on_the_target_slice(tmp_path, monkeypatch, capsys):
+  _dry_run_prices_first_cell(tpu_v5p, "sweeps/configs/tpu_v5p.py",
+                             "peak of the target v5p:2x2x4", 459e12 * 16, tmp_path, monkeypatch,
+                             capsys)
 
 
 def test_dry_run_times_cells_on_a_gpu_node_and_compiles_only_on_it(tmp_path, monkeypatch,
                                                                      capsys):
-  monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
-  assert cli.run(["sweep", "--config=sweeps/configs/gpu_node.py", "--dry-run"]) == 0
-  out = capsys.readouterr().out
-  assert "8 x 9.89e+14 FLOP/s peak of the target h100:8" in out
-  first = spec_lib.resolve(gpu_node.get_config(), str(tmp_path)).cells[0]
-  row = next(l for l in out.splitlines() if l.startswith(first.name))
-  assert row.split()[-1] == table.duration(first.flops_6ND / (0.3 * 989e12 * 8))
+  _dry_run_prices_first_cell(gpu_node, "sweeps/configs/gpu_node.py",
+                             "8 x 9.89e+14 FLOP/s peak of the target h100:8", 989e12 * 8,
+                             tmp_path, monkeypatch, capsys)
   assert cli.run(["sweep", "--config=sweeps/configs/gpu_node.py", "--dry-run", "--compile"]) == 2
   assert "--compile=local` on the node" in capsys.readouterr().err
   assert cli.run(["sweep", "--config=sweeps/configs/gpu_node.py", "--dry-run",
