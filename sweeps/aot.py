@@ -44,7 +44,7 @@ from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import hardware, hlo_flops, optimizer
+from chinchax.sweeps import aot_cache, hardware, hlo_flops, optimizer
 from chinchax.sweeps import step as step_lib
 
 _SIZE = r"([0-9.]+)([KMGTP]?)i?B?"
@@ -78,6 +78,7 @@ class Program:
   flops_xla: float | None = None    # XLA's own per-device figure (loop bodies once)
   compile_s: float = 0.0
   error: str | None = None          # the compiler's refusal, one line
+  cached: bool = False              # read from `sweeps.aot_cache`; compile_s is the first's
 
   @property
   def hbm_bytes(self) -> int:
@@ -184,7 +185,21 @@ def _required_temp(message: str) -> int | None:
   return None
 
 
-def _compile(lowered, n_devices: int, arguments: int) -> Program:
+def _compile(lowered, devices: Sequence, arguments: int) -> Program:
+  """Compiles, or reads what an identical compile reported before (`sweeps.aot_cache`)."""
+  k = aot_cache.key(lowered, devices)
+  seen = aot_cache.load(k)
+  if seen is not None:
+    try:
+      return dataclasses.replace(Program(**seen), cached=True)
+    except TypeError:  # written by another version of Program: compile again
+      pass
+  program = _compile_now(lowered, len(devices), arguments)
+  aot_cache.store(k, dataclasses.asdict(program))
+  return program
+
+
+def _compile_now(lowered, n_devices: int, arguments: int) -> Program:
   t = time.perf_counter()
   try:
     compiled = lowered.compile()
@@ -209,7 +224,7 @@ class Lowered:
   """A setup's steps traced and lowered for a mesh, ready to compile (the slow part)."""
   train: object
   eval: object | None
-  n_devices: int
+  devices: Sequence
   train_arguments: int
   eval_arguments: int
   state: object         # the abstract state: ShapeDtypeStructs with their shardings
@@ -238,17 +253,17 @@ def lower(setup: Setup, devices: Sequence, with_eval: bool = True) -> Lowered:
     evaluate = step_lib.make_eval_step(cfg, tx, mesh, rules, setup.mode)
     lowered_eval = evaluate.lower(abstract["params"], batch)
   lr = jax.ShapeDtypeStruct((), jnp.float32)
-  return Lowered(train.lower(abstract, batch, lr), lowered_eval, mesh.size,
+  return Lowered(train.lower(abstract, batch, lr), lowered_eval, list(mesh.devices.flat),
                  _shard_bytes(abstract) + _shard_bytes(batch),
                  _shard_bytes(abstract["params"]) + _shard_bytes(batch), abstract)
 
 
 def compile_lowered(low: Lowered) -> tuple[Program, Program | None]:
   """(train, eval) as compiled; the eval's HBM includes the resident train state."""
-  train = _compile(low.train, low.n_devices, low.train_arguments)
+  train = _compile(low.train, low.devices, low.train_arguments)
   if low.eval is None or train.error:
     return train, None
-  ev = _compile(low.eval, low.n_devices, low.eval_arguments)
+  ev = _compile(low.eval, low.devices, low.eval_arguments)
   # The train state stays in HBM while the eval runs: its peak is on top of the whole state.
   resident = train.argument_bytes if not ev.error else low.train_arguments
   ev = dataclasses.replace(ev, argument_bytes=resident, alias_bytes=0)

@@ -14,12 +14,13 @@ import jax
 
 ENV = "CHINCHAX_COMPILE_CACHE"
 DEFAULT_DIR = os.path.join(os.path.expanduser("~"), ".cache", "chinchax", "xla")
+OFF = ("off", "0", "none", "false")
 
 
 def enable(path: str | None = None) -> str | None:
   """Points jax at the cache folder (created on first write); returns it, or None when off."""
   path = path or os.environ.get(ENV) or DEFAULT_DIR
-  if path.lower() in ("off", "0", "none", "false"):
+  if path.lower() in OFF:
     return None
   if jax.config.jax_compilation_cache_dir:  # already set by the user or an earlier call
     return jax.config.jax_compilation_cache_dir

@@ -12,7 +12,9 @@ checking is `sweeps.readiness`. Per cell it prints HBM per chip, whether that fi
 usable HBM less `--headroom` (default 10%, kept for the runtime, checkpoint copies and
 fragmentation), the compiled FLOPs per step over the analytic Chinchilla count of
 `scaling.conventions` (≈1 with remat none: the embedding is a gather here and a matmul there;
-remat adds its recompute) and the compile time.
+remat adds its recompute) and the compile time. What each compile reports is kept
+(`sweeps.aot_cache`): a repeated dry run compiles only the cells that changed
+(CHINCHAX_COMPILE_CACHE=off compiles everything).
 
 A cell that does not fit is refused (exit status 2) with the setting that makes it fit, when
 one does. `--json` prints one object instead: {"target", "chips", "hbm_capacity_bytes",
@@ -28,7 +30,7 @@ import time
 from chinchax.models import mesh as mesh_lib
 from chinchax.scaling import conventions
 from chinchax.scaling.errors import UserError
-from chinchax.sweeps import aot, estimate, hardware, readiness, table
+from chinchax.sweeps import aot, aot_cache, estimate, hardware, readiness, table
 from chinchax.sweeps import spec as spec_lib
 
 HEADROOM = 0.10
@@ -125,6 +127,7 @@ def row_json(r: readiness.Row) -> dict:
                  * r.cell.seq_len},
       "flops_ratio": r.train.flops / r.analytic_flops if r.train.flops else None,
       "compile_s": r.train.compile_s + (r.eval.compile_s if r.eval else 0.0),
+      "cached": r.train.cached,
       "remedy": list(r.remedy) if r.remedy else None, "remedy_hbm_bytes": r.remedy_hbm,
   }
 
@@ -190,8 +193,11 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
             "for the program" if capacity else "HBM capacity unknown: fits is not decided")
     verdict = (f"{sum(r.fits is True for r in rows)} fit, {len(refused)} refused" if capacity
                else f"{len(refused)} failed to compile")
+    cached = sum(r.train.cached for r in rows)
+    reused = (f" ({cached} read from the cache of earlier compiles, {aot_cache.folder()}; "
+              "their compile s are the first compile's)" if cached else "")
     print(f"\n{len(rows)} cells compiled for {name} ({len(devices)} devices, {room}) in "
-          f"{elapsed / 60:.1f} min; {verdict}")
+          f"{elapsed / 60:.1f} min{reused}; {verdict}")
     for line in refused + refusals:
       print(f"  {line}")
   return 2 if refused else 0

@@ -6,9 +6,10 @@ if not, which setting makes it fit (`chinchax sweep --dry-run --compile`, sweeps
 Cells with the same shape, batch and setting compile once, one at a time: libtpu's compiler
 runs its own threads, and two compiles in one process contend for them (the v5p config on 2
 cores: its first 10 cells took 1026 s two at a time, its first 9 took 756 s one at a time,
-on a host running about 40% slower than its best). A row's HBM per chip is the larger of its train step's and its eval step's
-(`sweeps.aot`); it fits when that is within the budget (the chip's usable HBM less the
-headroom) and both steps compile. For a cell that does not fit, these settings are tried in
+on a host running about 40% slower than its best). What a compile reports is kept on disk
+(`sweeps.aot_cache`), so a repeated dry run compiles only the cells that changed. A row's HBM
+per chip is the larger of its train step's and its eval step's (`sweeps.aot`); it fits when
+that is within the budget (the chip's usable HBM less the headroom) and both steps compile. For a cell that does not fit, these settings are tried in
 order and the first that fits is its remedy: FSDP over the whole slice, remat minimal, both,
 remat full, both, then gradient accumulation 2, 4, 8 on top of FSDP and full remat.
 """
@@ -129,6 +130,7 @@ def check(cells: list[grid.Cell], c: ml_collections.ConfigDict, devices: list,
       say(f"compiled {i + 1}/{len(futures)} ({time.perf_counter() - t0:.0f} s): "
           f"{names[futures[f]]} {train.hbm_bytes / hardware.GiB:.2f} GiB/chip, "
           f"compiled in {train.compile_s + (ev.compile_s if ev else 0.0):.0f} s"
+          + (" (read from the cache)" if train.cached else "")
           + (f", {train.error}" if train.error else ""))
   rows = []
   for cell, s in zip(cells, setups):

@@ -5,11 +5,32 @@ pipeline on stand-in runs) and the whole suite. A test is `@pytest.mark.slow` wh
 a model or spawns a process.
 """
 
+import os
+import shutil
+import tempfile
+
 import jax
 import pytest
 
 from tests.helpers import sweep_helper
 from tests.helpers.fake_gcs import fake_gcs  # noqa: F401  (a fixture: gs:// on a local folder)
+
+
+def pytest_configure(config):
+  """Compiles are kept in a cache of this test session's own (`sweeps.compile_cache`,
+  `sweeps.aot_cache`): a test that compiles then compiles, whatever an earlier run left."""
+  if "CHINCHAX_COMPILE_CACHE" not in os.environ:
+    path = tempfile.mkdtemp(prefix="chinchax-test-cache-")
+    os.environ["CHINCHAX_COMPILE_CACHE"] = path
+    config.stash[_CACHE] = path
+
+
+def pytest_unconfigure(config):
+  if _CACHE in config.stash:
+    shutil.rmtree(config.stash[_CACHE], ignore_errors=True)
+
+
+_CACHE = pytest.StashKey[str]()
 
 
 # jax starts here, in every test process, with the devices the environment gives it: a sweep

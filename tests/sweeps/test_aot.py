@@ -137,8 +137,9 @@ def test_a_tpu_target_without_libtpu_is_one_line(capsys):
 
 
 @pytest.mark.slow
-def test_each_compile_says_its_cell_hbm_and_seconds():
+def test_each_compile_says_its_cell_hbm_and_seconds(tmp_path, monkeypatch):
   """The progress line is a table row: a dry run cut short still leaves its table."""
+  monkeypatch.setenv("CHINCHAX_COMPILE_CACHE", str(tmp_path))
   spec = spec_lib.resolve(tiny.get_config(), "unused")
   cell, lines = spec.cells[0], []
   (row,) = readiness.check([cell], spec.config, jax.devices()[:1], None, say=lines.append)
@@ -146,6 +147,9 @@ def test_each_compile_says_its_cell_hbm_and_seconds():
   assert len(lines) == 1 and lines[0].startswith("compiled 1/1 (")
   assert lines[0].endswith(f"{cell.name} {row.train.hbm_bytes / 2**30:.2f} GiB/chip, "
                            f"compiled in {seconds:.0f} s")
+  (again,) = readiness.check([cell], spec.config, jax.devices()[:1], None, say=lines.append)
+  assert again.hbm == row.hbm and lines[1].endswith(f"compiled in {seconds:.0f} s (read from "
+                                                    "the cache)")
 
 
 @pytest.mark.slow

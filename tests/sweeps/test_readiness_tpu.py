@@ -33,14 +33,19 @@ def test_fsdp_and_shard_grad_op_as_compiled_for_a_v5p_slice():
   aot_util.check_fsdp_shardings(got)
 
 
-def test_the_dry_run_compiles_every_cell_for_the_target(tmp_path):
-  env = {**os.environ, "PYTHONPATH": ROOT, "TFDS_DATA_DIR": str(tmp_path)}
+def _dry_run(env: dict) -> dict:
   done = subprocess.run(
       [sys.executable, "-m", "chinchax.sweeps.cli", "sweep", "--config=sweeps/configs/tiny.py",
        "--dry-run", "--compile=v5e:2x2", "--json", "--config.recipe.batch_multiple=4"],
       cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
   assert done.returncode == 0, done.stderr[-3000:]
-  got = json.loads(done.stdout)
+  return json.loads(done.stdout)
+
+
+def test_the_dry_run_compiles_every_cell_for_the_target(tmp_path):
+  env = {**os.environ, "PYTHONPATH": ROOT, "TFDS_DATA_DIR": str(tmp_path / "data"),
+         "CHINCHAX_COMPILE_CACHE": str(tmp_path / "cache")}
+  got = _dry_run(env)
   assert got["target"] == "v5e:2x2" and got["chips"] == 4
   assert got["hbm_capacity_bytes"] == hardware.TPU_CHIPS["v5e"].hbm_bytes
   assert got["hbm_budget_bytes"] == int(got["hbm_capacity_bytes"] * 0.9)
@@ -62,6 +67,11 @@ def test_the_dry_run_compiles_every_cell_for_the_target(tmp_path):
     row = sorted((x["N"], x["train"]["argument_bytes"]) for x in got["cells"]
                  if x["budget"] == budget)
     assert [a for _, a in row] == sorted(a for _, a in row)
+  # Run again: every cell is read back from what the first run's compiles reported.
+  again = _dry_run(env)
+  assert not any(x["cached"] for x in got["cells"]) and all(x["cached"] for x in again["cells"])
+  drop = lambda x: {k: v for k, v in x.items() if k not in ("cached", "train", "eval")}
+  assert [drop(x) for x in again["cells"]] == [drop(x) for x in got["cells"]]
 
 
 def test_temporaries_that_outgrow_vmem_are_counted_in_hbm():
