@@ -3,14 +3,16 @@ if not, which setting makes it fit (`chinchax sweep --dry-run --compile`, sweeps
 
     rows = readiness.check(cells, config, aot.target_devices(target), budget=hbm_bytes)
 
-Cells with the same shape, batch and setting compile once, one at a time: libtpu's compiler
-runs its own threads, and two compiles in one process contend for them (the v5p config on 2
-cores: its first 10 cells took 1026 s two at a time, its first 9 took 756 s one at a time,
-on a host running about 40% slower than its best). What a compile reports is kept on disk
+Cells with the same shape, batch and setting compile once, one at a time, the riskiest first
+(`compile_order`: the largest cell of each budget, then the rest). libtpu's compiler runs its
+own threads, and two compiles in one process contend for them (the v5p config on 2 cores: its
+first 10 cells took 1026 s two at a time, its first 9 took 756 s one at a time, on a host
+running about 40% slower than its best). What a compile reports is kept on disk
 (`sweeps.aot_cache`), so a repeated dry run compiles only the cells that changed. A row's HBM
 per chip is the larger of its train step's and its eval step's (`sweeps.aot`); it fits when
-that is within the budget (the chip's usable HBM less the headroom) and both steps compile. For a cell that does not fit, these settings are tried in
-order and the first that fits is its remedy: FSDP over the whole slice, remat minimal, both,
+that is within the budget (the chip's usable HBM less the headroom) and both steps compile.
+For a cell that does not fit, these settings are tried in order and the first that fits is
+its remedy: FSDP over the whole slice, remat minimal, both,
 remat full, both, then gradient accumulation 2, 4, 8 on top of FSDP and full remat.
 """
 
@@ -81,7 +83,7 @@ class Row:
 
   @property
   def hbm(self) -> int:
-    return max(self.train.hbm_bytes, self.eval.hbm_bytes if self.eval else 0)
+    return _hbm((self.train, self.eval))
 
   @property
   def fits(self) -> bool | None:
@@ -95,23 +97,42 @@ class Row:
     return conventions.flops_per_token(self.cell.shape, "chinchilla") * tokens
 
 
+def _hbm(programs) -> int:
+  train, ev = programs
+  return max(train.hbm_bytes, ev.hbm_bytes if ev else 0)
+
+
 def _fits(programs, budget) -> bool:
   train, ev = programs
   if train.error or (ev and ev.error):
     return False
-  return budget is None or max(train.hbm_bytes, ev.hbm_bytes if ev else 0) <= budget
+  return budget is None or _hbm(programs) <= budget
+
+
+def compile_order(cells: list[grid.Cell]) -> list[int]:
+  """Indices of `cells`, the riskiest first: the largest cell of each budget (largest budget
+  first), then the rest from the largest down. A budget's cells share a batch, and its
+  largest N holds the most state and activations per chip (in the v5p config each budget's
+  largest cell needs the most HBM of its budget), so the first few compiles of a dry run
+  (5 min for the v5p config's five budgets on 2 cores) say whether any cell may not fit."""
+  by_size = sorted(range(len(cells)), key=lambda i: (-cells[i].N, -cells[i].batch_size))
+  heads = {}
+  for i in by_size:
+    heads.setdefault(cells[i].budget, i)
+  first = sorted(heads.values(), key=lambda i: (-cells[i].budget, -cells[i].N))
+  return first + [i for i in by_size if i not in first]
 
 
 def check(cells: list[grid.Cell], c: ml_collections.ConfigDict, devices: list,
           budget: int | None, slices: int = 1, say=lambda m: None,
           workers: int | None = None) -> list[Row]:
-  """Compiles every cell (each distinct setup once, in parallel) and looks for remedies."""
+  """Compiles every cell (each distinct setup once) and looks for remedies."""
   setups = [setup_for(cell, c) for cell in cells]
   key = lambda s: (s.model, s.mesh, s.mode, s.batch_size, s.grad_accum)
   first, names = {}, {}
-  for cell, s in zip(cells, setups):
-    first.setdefault(key(s), s)
-    names.setdefault(key(s), cell.name)
+  for i in compile_order(cells):
+    first.setdefault(key(setups[i]), setups[i])
+    names.setdefault(key(setups[i]), cells[i].name)
   t0 = time.perf_counter()
   results: dict = {}
   with concurrent.futures.ThreadPoolExecutor(workers or 1) as pool:
@@ -123,14 +144,15 @@ def check(cells: list[grid.Cell], c: ml_collections.ConfigDict, devices: list,
         results[k] = (aot.Program(0, error=str(e)), None)
         continue
       futures[pool.submit(aot.compile_lowered, low)] = k
-    for i, f in enumerate(concurrent.futures.as_completed(futures)):
+    for i, f in enumerate(futures):  # in the order submitted: the riskiest first
       results[futures[f]] = f.result()
       train, ev = results[futures[f]]
       # One line per compile, with what a table row needs: a run cut short still leaves one.
       say(f"compiled {i + 1}/{len(futures)} ({time.perf_counter() - t0:.0f} s): "
-          f"{names[futures[f]]} {train.hbm_bytes / hardware.GiB:.2f} GiB/chip, "
+          f"{names[futures[f]]} {_hbm((train, ev)) / hardware.GiB:.2f} GiB/chip, "
           f"compiled in {train.compile_s + (ev.compile_s if ev else 0.0):.0f} s"
           + (" (read from the cache)" if train.cached else "")
+          + ("" if budget is None or _fits((train, ev), budget) else ", DOES NOT FIT")
           + (f", {train.error}" if train.error else ""))
   rows = []
   for cell, s in zip(cells, setups):
@@ -152,6 +174,5 @@ def _remedy(row: Row, devices: list, slices: int, say) -> Row:
     say(f"{row.cell.name}: with {' '.join(flags)}: {programs[0].hbm_bytes / hardware.GiB:.2f} "
         "GiB/chip")
     if _fits(programs, row.budget):
-      hbm = max(programs[0].hbm_bytes, programs[1].hbm_bytes if programs[1] else 0)
-      return dataclasses.replace(row, remedy=flags, remedy_hbm=hbm)
+      return dataclasses.replace(row, remedy=flags, remedy_hbm=_hbm(programs))
   return row

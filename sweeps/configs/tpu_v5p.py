@@ -19,6 +19,14 @@ which runs `chinchax sweep` with that config on every host (`--worker=all`); the
     35 cells, 0 refused; total 1.01e+20 FLOPs (6ND), 1.27e+20 (chinchilla); about 12.7h of training
     time at 30% of the 16 x 4.59e+14 FLOP/s peak of the target v5p:2x2x4 (6ND FLOPs)
 
+Before renting the slice, `--dry-run --compile` compiles every cell for v5p:2x2x4 on this
+machine (needs `pip install "chinchax[tpu]"`; 38 min on 2 cores, 48 s when run again) and ends
+
+    C1e19-N7.22e8  722,409,984  240 x 2048  16x1x1  minimal   48.1  8.07  40  yes  1.003  56
+
+    35 cells compiled for v5p:2x2x4 (16 devices, 95.7 GiB HBM each, 10% kept free: 86.2 GiB
+    for the program) in 37.9 min; 35 fit, 0 refused
+
 Expected time: 1.0e20 FLOPs (6ND) over 35 cells. At 40% MFU of 16 × 459 TFLOP/s (bf16
 dense), 2.9e15 FLOP/s, that is ~9.5 h; with the smallest models below that MFU, 10-14 h.
 

@@ -136,6 +136,18 @@ def test_a_tpu_target_without_libtpu_is_one_line(capsys):
   assert len(err) == 1 and "pip install 'chinchax[tpu]'" in err[0]
 
 
+def test_the_largest_cell_of_each_budget_compiles_first():
+  cells = spec_lib.resolve(tpu_v5p.get_config(), "unused").cells
+  order = readiness.compile_order(cells)
+  assert sorted(order) == list(range(len(cells)))
+  budgets = sorted({x.budget for x in cells}, reverse=True)
+  head = [cells[i] for i in order[:len(budgets)]]
+  assert [x.budget for x in head] == budgets
+  assert all(x.N == max(y.N for y in cells if y.budget == x.budget) for x in head)
+  rest = [cells[i].N for i in order[len(budgets):]]
+  assert rest == sorted(rest, reverse=True)
+
+
 @pytest.mark.slow
 def test_each_compile_says_its_cell_hbm_and_seconds(tmp_path, monkeypatch):
   """The progress line is a table row: a dry run cut short still leaves its table."""
@@ -145,7 +157,7 @@ def test_each_compile_says_its_cell_hbm_and_seconds(tmp_path, monkeypatch):
   (row,) = readiness.check([cell], spec.config, jax.devices()[:1], None, say=lines.append)
   seconds = row.train.compile_s + row.eval.compile_s
   assert len(lines) == 1 and lines[0].startswith("compiled 1/1 (")
-  assert lines[0].endswith(f"{cell.name} {row.train.hbm_bytes / 2**30:.2f} GiB/chip, "
+  assert lines[0].endswith(f"{cell.name} {row.hbm / 2**30:.2f} GiB/chip, "
                            f"compiled in {seconds:.0f} s")
   (again,) = readiness.check([cell], spec.config, jax.devices()[:1], None, say=lines.append)
   assert again.hbm == row.hbm and lines[1].endswith(f"compiled in {seconds:.0f} s (read from "
@@ -166,7 +178,9 @@ def test_a_cell_that_does_not_fit_is_refused_with_the_setting_that_fits():
   with_remat = max(p.hbm_bytes for p in aot.compile_setup(minimal, devices) if p)
   assert with_remat < free.hbm
   budget = (with_remat + free.hbm) // 2
-  (row,) = readiness.check([cell], c, devices, budget=budget)
+  lines = []
+  (row,) = readiness.check([cell], c, devices, budget=budget, say=lines.append)
+  assert lines[0].startswith("compiled 1/1") and lines[0].endswith(", DOES NOT FIT")
   assert row.fits is False and row.remedy == ("--config.train.model.remat=minimal",)
   assert row.remedy_hbm <= budget
   line = dry_run.refusal(row)
