@@ -13,9 +13,10 @@ this keeps only what the dry run reads from a compile: the memory analysis, the 
 the compile time, or the compiler's refusal.
 
 The key is the lowered program's text (the StableHLO with its shardings and mesh), the
-devices it was lowered for (kind, ids, coordinates), the versions of jax, jaxlib and libtpu,
-and the source of `sweeps.hlo_flops` (the FLOP count is ours, not the compiler's): a changed
-cell, slice or compiler cannot be served a stale entry. Entries live next to jax's cache,
+devices it was lowered for (kind, ids, coordinates), the compiler's flags (LIBTPU_INIT_ARGS,
+XLA_FLAGS), the versions of jax, jaxlib and libtpu, and the source of `sweeps.hlo_flops` (the
+FLOP count is ours, not the compiler's): a changed cell, slice, compiler or flag cannot be
+served a stale entry. Entries live next to jax's cache,
 in `$CHINCHAX_COMPILE_CACHE/aot` (default ~/.cache/chinchax/xla/aot);
 CHINCHAX_COMPILE_CACHE=off turns both off.
 """
@@ -55,6 +56,8 @@ def _versions() -> str:
 def key(lowered, devices) -> str:
   """A digest of everything the compiled program's report depends on."""
   h = hashlib.sha256(_versions().encode())
+  for flags in ("LIBTPU_INIT_ARGS", "XLA_FLAGS"):  # compiler flags change the program
+    h.update(f"{flags}={os.environ.get(flags, '')};".encode())
   for d in devices:
     h.update(f"{d.platform} {d.device_kind} {d.id} {getattr(d, 'coords', '')};".encode())
   h.update(lowered.as_text().encode())

@@ -22,7 +22,10 @@ which runs `chinchax sweep` with that config on every host (`--worker=all`); the
 Before renting the slice, `--dry-run --compile` compiles every cell for v5p:2x2x4 on this
 machine (needs `pip install "chinchax[tpu]"`; 38 min on 2 cores, 48 s when run again) and ends
 
-    C1e19-N7.22e8  722,409,984  240 x 2048  16x1x1  minimal   48.1  8.07  40  yes  1.003  56
+    cell                     N       batch    mesh    remat  HBM/chip GiB    args  temps  fits  FLOPs compiled/chinchilla  compile s
+    -------------  -----------  ----------  ------  -------  ------------  ------  -----  ----  -------------------------  ---------
+    ...
+    C1e19-N7.22e8  722,409,984  240 x 2048  16x1x1  minimal          48.1    8.07     40   yes                      1.003         56
 
     35 cells compiled for v5p:2x2x4 (16 devices, 95.7 GiB HBM each, 10% kept free: 86.2 GiB
     for the program) in 37.9 min; 35 fit, 0 refused

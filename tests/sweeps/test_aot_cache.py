@@ -65,7 +65,8 @@ def test_off_keeps_nothing(tmp_path, monkeypatch):
   assert aot_cache.load("0" * 64) is None
 
 
-def test_the_key_names_the_program_and_its_devices():
+def test_the_key_names_the_program_its_devices_and_the_compiler_flags(monkeypatch):
+  monkeypatch.delenv("LIBTPU_INIT_ARGS", raising=False)
   program = types.SimpleNamespace(as_text=lambda: "module @jit_train_step {}")
   chip = lambda i, coords: types.SimpleNamespace(platform="tpu", device_kind="TPU v5",
                                                  id=i, coords=coords)
@@ -78,3 +79,5 @@ def test_the_key_names_the_program_and_its_devices():
   assert base != aot_cache.key(program, lite)
   other = types.SimpleNamespace(as_text=lambda: "module @jit_train_step {} ")
   assert base != aot_cache.key(other, a)
+  monkeypatch.setenv("LIBTPU_INIT_ARGS", "--xla_tpu_enable_latency_hiding_scheduler=false")
+  assert base != aot_cache.key(program, a)
