@@ -30,6 +30,7 @@ import os
 import jax
 
 from chinchax.scaling import atomic
+from chinchax.scaling.errors import UserError
 from chinchax.sweeps import compile_cache, hlo_flops
 
 
@@ -82,5 +83,5 @@ def store(k: str, report: dict) -> None:
     return
   try:
     atomic.write_json(os.path.join(where, k + ".json"), report)
-  except OSError:  # a read-only home: the dry run still stands, it just is not kept
+  except (OSError, UserError):  # e.g. a read-only home: the dry run stands, just not kept
     pass

@@ -65,6 +65,16 @@ def test_off_keeps_nothing(tmp_path, monkeypatch):
   assert aot_cache.load("0" * 64) is None
 
 
+def test_a_cache_that_cannot_be_written_is_passed_over(tmp_path, monkeypatch):
+  in_the_way = tmp_path / "a_file"
+  in_the_way.write_text("not a folder")
+  monkeypatch.setenv("CHINCHAX_COMPILE_CACHE", str(in_the_way))
+  for _ in range(2):
+    train, _ = aot.compile_setup(_setup(), jax.devices()[:1], with_eval=False)
+    assert not train.cached and train.argument_bytes > 0
+  assert in_the_way.read_text() == "not a folder"
+
+
 def test_the_key_names_the_program_its_devices_and_the_compiler_flags(monkeypatch):
   monkeypatch.delenv("LIBTPU_INIT_ARGS", raising=False)
   program = types.SimpleNamespace(as_text=lambda: "module @jit_train_step {}")
