@@ -12,8 +12,8 @@ running about 40% slower than its best). What a compile reports is kept on disk
 per chip is the larger of its train step's and its eval step's (`sweeps.aot`); it fits when
 that is within the budget (the chip's usable HBM less the headroom) and both steps compile.
 For a cell that does not fit, these settings are tried in order and the first that fits is
-its remedy: FSDP over the whole slice, remat minimal, both,
-remat full, both, then gradient accumulation 2, 4, 8 on top of FSDP and full remat.
+its remedy: FSDP over the whole slice, remat minimal, both, remat full, both, then gradient
+accumulation 2, 4, 8 on top of FSDP and full remat.
 """
 
 import concurrent.futures
@@ -120,7 +120,7 @@ def compile_order(cells: list[grid.Cell]) -> list[int]:
   for i in by_size:
     heads.setdefault(cells[i].budget, i)
   first = sorted(heads.values(), key=lambda i: (-cells[i].budget, -cells[i].N))
-  return first + [i for i in by_size if i not in first]
+  return first + [i for i in by_size if i not in heads.values()]
 
 
 def check(cells: list[grid.Cell], c: ml_collections.ConfigDict, devices: list,
@@ -171,8 +171,7 @@ def _remedy(row: Row, devices: list, slices: int, say) -> Row:
     except UserError:
       continue  # e.g. the batch does not split over the new mesh
     programs = aot.compile_lowered(low)
-    say(f"{row.cell.name}: with {' '.join(flags)}: {programs[0].hbm_bytes / hardware.GiB:.2f} "
-        "GiB/chip")
+    say(f"{row.cell.name}: with {' '.join(flags)}: {_hbm(programs) / hardware.GiB:.2f} GiB/chip")
     if _fits(programs, row.budget):
       return dataclasses.replace(row, remedy=flags, remedy_hbm=_hbm(programs))
   return row
