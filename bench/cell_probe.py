@@ -23,7 +23,7 @@ import numpy as np  # pylint: disable=wrong-import-position
 
 from chinchax.sweeps import grid  # pylint: disable=wrong-import-position
 from chinchax.sweeps.configs import smoke  # pylint: disable=wrong-import-position
-from chinchax.sweeps.run import loop  # pylint: disable=wrong-import-position
+from chinchax.sweeps.train import loop  # pylint: disable=wrong-import-position
 
 
 def floats(text: str) -> list[float]:

@@ -38,8 +38,8 @@ from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding as sharding_lib
 from chinchax.models.config import ModelConfig
 from chinchax.scaling import conventions
-from chinchax.sweeps import optimizer
-from chinchax.sweeps import step as step_lib
+from chinchax.sweeps.train import optimizer
+from chinchax.sweeps.train import step as step_lib
 from chinchax.sweeps.data import multihost
 from chinchax.sweeps.data import pipeline
 

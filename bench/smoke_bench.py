@@ -9,7 +9,7 @@ prints
 * the wall time, and where each cell's time went (a WSD job's stable run and its branches
   each a row): init (the initial state, its compile
   included), compile (the train step), data, step, eval, checkpoint and other, from the
-  `time_s` field of each record (`sweeps/timing.py`); the cells' summed time against the
+  `time_s` field of each record (`sweeps/train/timing.py`); the cells' summed time against the
   wall time until the last one ended (how many ran at a time), and the time after it (fit,
   report);
 * from law.json: each budget's IsoFLOP minimum and the sizes it was sampled between, the
@@ -21,7 +21,7 @@ prints
 `--report-only` prints the split and the checks of the finished sweep in --workdir (e.g.
 runs/smoke) without running it. The sweep's own output is kept in WORKDIR/sweep_stdout.txt.
 
-`--cold` points the persistent compilation cache (`sweeps/compile_cache.py`) at an empty
+`--cold` points the persistent compilation cache (`sweeps/accel/compile_cache.py`) at an empty
 folder, as on a machine that never ran chinchax; by default the cache in ~/.cache is used, as a
 second run on the same machine would. Wall time depends on the machine and on what else it
 runs: quote both (the load average is printed).

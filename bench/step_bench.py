@@ -39,8 +39,9 @@ from chinchax.models import mesh as mesh_lib, sharding  # pylint: disable=wrong-
 from chinchax.models.config import ModelConfig  # pylint: disable=wrong-import-position
 from chinchax.models.shapes import shape_for_params  # pylint: disable=wrong-import-position
 from chinchax.scaling import conventions  # pylint: disable=wrong-import-position
-from chinchax.sweeps import hardware, optimizer  # pylint: disable=wrong-import-position
-from chinchax.sweeps import step as step_lib  # pylint: disable=wrong-import-position
+from chinchax.sweeps.accel import hardware  # pylint: disable=wrong-import-position
+from chinchax.sweeps.train import optimizer
+from chinchax.sweeps.train import step as step_lib  # pylint: disable=wrong-import-position
 
 
 def chinchax_runner(shape, args, mesh):

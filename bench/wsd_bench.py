@@ -18,7 +18,7 @@ import time
 from chinchax.scaling import conventions
 from chinchax.sweeps import wsd
 from chinchax.sweeps.configs import train as train_configs
-from chinchax.sweeps.run import loop
+from chinchax.sweeps.train import loop
 
 
 def base_config(args):

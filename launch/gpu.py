@@ -34,7 +34,7 @@ if __package__ in (None, ""):  # `python launch/gpu.py`: make the checkout impor
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from chinchax.launch import steps  # noqa: E402
-from chinchax.scaling.errors import UserError  # noqa: E402
+from chinchax.errors import UserError  # noqa: E402
 
 MEM_FRACTION = 0.9
 XLA_FLAGS = ("--xla_gpu_enable_latency_hiding_scheduler=true",)

@@ -25,7 +25,7 @@ import shlex
 import yaml
 
 from chinchax.launch import gpu
-from chinchax.sweeps import hardware
+from chinchax.sweeps.accel import hardware
 
 CONTAINER = "chinchax"
 GPU_PORT = 1234

@@ -16,7 +16,7 @@ if __package__ in (None, ""):  # `python launch/local.py`: make the checkout imp
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from chinchax.launch import steps  # noqa: E402
-from chinchax.scaling.errors import UserError  # noqa: E402
+from chinchax.errors import UserError  # noqa: E402
 
 
 def local_plan(sweep_args: tuple[str | None, Sequence[str], str | None], *,

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TextIO
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 LOG, PID, EXIT = "chinchax-sweep.log", "chinchax-sweep.pid", "chinchax-sweep.exit"
 

@@ -34,7 +34,7 @@ from chinchax.launch import steps  # noqa: E402
 from chinchax.launch.tpu_slice import (  # noqa: E402
     RUN_DIR, Slice, accelerator, create_argv, delete_argv, fetch_argv,
     scp_to_all_argv, ssh_argv, state_argv)
-from chinchax.scaling.errors import UserError  # noqa: E402
+from chinchax.errors import UserError  # noqa: E402
 from chinchax.sweeps import configs  # noqa: E402
 
 ACTIONS = ("up", "logs", "fetch", "down", "all")

@@ -7,8 +7,8 @@ slices NAME-0..NAME-{K-1} (Multislice), reached with `queued-resources ssh/scp -
 import dataclasses
 import re
 
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import hardware
+from chinchax.errors import UserError
+from chinchax.sweeps.accel import hardware
 
 RUN_DIR = "chinchax-run"  # on each worker, in the login home: config, log, pid, exit status
 

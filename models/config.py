@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 
 from chinchax.scaling.conventions import Shape
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 Remat = Literal["none", "minimal", "full"]
 REMAT_POLICIES: dict[str, object] = {

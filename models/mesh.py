@@ -21,7 +21,7 @@ import numpy as np
 from jax.experimental import mesh_utils
 from jax.sharding import AxisType, Mesh
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 AXES: tuple[str, str, str] = ("data", "fsdp", "tensor")
 

@@ -40,7 +40,7 @@ import math
 
 from chinchax.scaling import conventions
 from chinchax.scaling.conventions import ParamsConvention, Shape
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 ASPECT = 64        # d_model / n_layers
 MIN_LAYERS = 2

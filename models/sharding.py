@@ -22,7 +22,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 Rules = Sequence[tuple[str, str | tuple[str, ...] | None]]
 

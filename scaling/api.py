@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from chinchax.scaling import atomic
+from chinchax import atomic
 from chinchax.scaling import fit_pipeline
 from chinchax.scaling import parametric
 from chinchax.scaling import plan as plan_lib
 from chinchax.scaling import presets
 from chinchax.scaling import runs as runs_lib
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.law import ScalingLaw
 
 __all__ = ["fit", "plan", "as_runs", "as_law"]

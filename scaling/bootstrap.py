@@ -18,7 +18,7 @@ fit's confidence intervals; the kind of bootstrap is `KIND`.
 import numpy as np
 
 from chinchax.scaling import huber, parametric
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 COLUMNS = ("E", "A", "B", "alpha", "beta")
 KIND = "pairs"  # runs resampled with replacement

@@ -63,7 +63,7 @@ class Shape:
     return 3 if self.gated else 2
 
   def validate(self) -> "Shape":
-    from chinchax.scaling.errors import UserError
+    from chinchax.errors import UserError
 
     for name in ("d_model", "n_layers", "n_heads", "d_ff", "vocab_size", "seq_len"):
       if getattr(self, name) <= 0:

@@ -29,7 +29,7 @@ from scipy import optimize, special
 from chinchax.scaling import data_constrained as dc
 from chinchax.scaling import fmt
 from chinchax.scaling import optimum as opt
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 POORLY_PINNED = 10.0  # an interval wider than this ratio pins its constant poorly
 _LOG_R_BOUNDS = (np.log(1e-2), np.log(1e4))

@@ -29,7 +29,7 @@ import dataclasses
 
 import numpy as np
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.runs import Curve, Runs
 
 N_GRID = 1500  # as many C values as Hoffmann et al. used

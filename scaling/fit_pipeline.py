@@ -33,7 +33,7 @@ from chinchax.scaling import data_checks
 from chinchax.scaling import dc_fit
 from chinchax.scaling import envelope, isoflop, isoflop_bootstrap, parametric, power
 from chinchax.scaling import law_build
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.law import ScalingLaw
 from chinchax.scaling.runs import Runs
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from chinchax.scaling import optimum
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 DEFAULT_LEVEL = 0.9
 

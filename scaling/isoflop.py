@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 
 from chinchax.scaling import isoflop_diagnostics, isoflop_vp
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.runs import Runs, budget_groups
 
 MIN_SIZES = 3

@@ -33,7 +33,7 @@ inside their sizes.
 import numpy as np
 
 from chinchax.scaling import isoflop, isoflop_vp
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.runs import Runs, budget_groups
 
 KIND = "parametric"  # fitted profiles plus pooled Gaussian noise, sizes kept

@@ -4,7 +4,7 @@ import json
 import math
 from collections.abc import Sequence
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 
 def shown(x) -> str:

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from chinchax.scaling import atomic
+from chinchax import atomic
 from chinchax.scaling import law_schema as schema
 from chinchax.scaling import optimum as opt
 from chinchax.scaling import power
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.law_build import TABLE_BUDGETS, build_law, build_power_law  # noqa: F401
 from chinchax.scaling.law_schema import FORM, SCHEMA, validate_law  # noqa: F401
 

@@ -26,7 +26,7 @@ import numpy as np
 from chinchax.scaling import conventions
 from chinchax.scaling import optimum as opt
 from chinchax.scaling import power
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.json_checks import integer, interval, number, obj, shown, string, strings
 
 SCHEMA = "chinchax/law/v2"

@@ -21,7 +21,7 @@ import dataclasses
 import numpy as np
 
 from chinchax.scaling import huber, multistart, optimum, vp
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.huber import DEFAULT_DELTA
 
 METHODS = ("vp", "multistart")

@@ -32,7 +32,7 @@ from chinchax.scaling import extrapolation as extrapolation_lib
 from chinchax.scaling import fmt
 from chinchax.scaling import inference
 from chinchax.scaling import optimum as opt
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.law import ScalingLaw
 
 MAX_EPOCHS = 4.0  # Muennighoff et al.: up to ~4 epochs cost about as little as fresh data

@@ -19,8 +19,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
+from chinchax import atomic
+from chinchax.errors import UserError
 from chinchax.scaling.isoflop import IsoflopFit, budget_C
 from chinchax.scaling.runs import Runs, budget_groups
 

@@ -17,7 +17,7 @@ budgets of about 1e18–1e22 FLOPs; extrapolation warnings are measured from tha
 from typing import Any
 
 from chinchax.scaling import law as law_lib
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 _CHINCHILLA_DATA = {"N": [7e7, 1.6e10], "D": [5e9, 5e11], "C": [1e18, 1e22]}
 

@@ -37,9 +37,9 @@ from typing import Sequence
 
 import numpy as np
 
-from chinchax.scaling import atomic
+from chinchax import atomic
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.runs_files import RUN_SCHEMA, Curve, read_csv, read_records  # noqa: F401
 SCHEDULES = ("cosine", "wsd", "all")
 FINISHED = ("", "done", "finished", "complete", "completed")  # a CSV's `status` of a used run

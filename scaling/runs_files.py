@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
+from chinchax import atomic
+from chinchax.errors import UserError
 
 RUN_SCHEMA = "chinchax/run/v1"
 

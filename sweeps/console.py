@@ -119,7 +119,7 @@ class _PipeSafe(io.TextIOBase):
 
 
 def _stop() -> None:
-  from chinchax.sweeps import checkpoint  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.train import checkpoint  # pylint: disable=g-import-not-at-top
   checkpoint.request_stop("SIGPIPE")
 
 

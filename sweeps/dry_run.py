@@ -29,8 +29,9 @@ import time
 
 from chinchax.models import mesh as mesh_lib
 from chinchax.scaling import conventions
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import aot, aot_cache, estimate, hardware, readiness, table
+from chinchax.errors import UserError
+from chinchax.sweeps.accel import aot, aot_cache, hardware, readiness
+from chinchax.sweeps import estimate, table
 from chinchax.sweeps import spec as spec_lib
 
 HEADROOM = 0.10

@@ -2,14 +2,15 @@
 
 On CPU small models are overhead-bound, so a cell costs a fixed start (init and compile), a
 fixed cost per step and its FLOPs: the least-squares fit of these three to the smoke sweep's
-cells on two CPU cores. With a known peak (sweeps/hardware.py): ASSUMED_MFU of it.
+cells on two CPU cores. With a known peak (sweeps/accel/hardware.py): ASSUMED_MFU of it.
 """
 
 from typing import Callable
 
 import jax
 
-from chinchax.sweeps import executors, hardware
+from chinchax.sweeps import executors
+from chinchax.sweeps.accel import hardware
 from chinchax.sweeps.grid import Cell
 from chinchax.sweeps.spec import Executor
 

@@ -14,7 +14,7 @@
   contexts a run enters are per thread in jax 0.10 (`use_abstract_mesh` swaps a
   thread-local config value, flax's logical-axis rules are a `threading.local`), while every
   array carries an explicit sharding on its own mesh. The runs share one checkpoint lock
-  (sweeps/checkpoint.py): their saves take turns, synchronously.
+  (sweeps/train/checkpoint.py): their saves take turns, synchronously.
 * `ray`: each job a Ray task holding its accelerators (`ray_num_gpus` GPUs or `ray_tpus` TPU
   chips per cell, `ray_num_cpus` CPUs; CPU only by default) on the cluster at `ray_address`
   (empty: start a local one). Tasks write their cell folders into the shared workdir; the
@@ -38,8 +38,8 @@ from collections.abc import Callable, Sequence
 import jax
 
 from chinchax.scaling import conventions
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import checkpoint
+from chinchax.errors import UserError
+from chinchax.sweeps.train import checkpoint
 from chinchax.sweeps import job as job_lib
 from chinchax.sweeps.job import Job, Outcome
 from chinchax.sweeps.spec import Executor

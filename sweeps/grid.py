@@ -38,7 +38,7 @@ import numpy as np
 
 from chinchax.scaling import conventions
 from chinchax.scaling.conventions import Shape
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps import grid_checks
 from chinchax.sweeps import prior as prior_lib
 from chinchax.sweeps import recipe as recipe_lib

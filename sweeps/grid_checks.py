@@ -6,7 +6,7 @@ import math
 import ml_collections
 
 from chinchax.scaling import conventions
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 
 def numbers(x, where: str) -> list[float]:

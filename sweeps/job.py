@@ -10,10 +10,11 @@ import dataclasses
 import jax
 import ml_collections
 
-from chinchax.scaling import atomic
+from chinchax import atomic
 from chinchax.scaling.conventions import Shape
-from chinchax.sweeps import run_record, wsd
-from chinchax.sweeps.run import loop
+from chinchax.sweeps.train import result as run_record
+from chinchax.sweeps import wsd
+from chinchax.sweeps.train import loop
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +49,7 @@ def train(config: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: 
   """Trains the run `config` describes in `workdir` (resuming it, or skipping it when done).
 
   A config with `wsd.branches` is a WSD run (sweeps/wsd.py): its records are its branches'.
-  `stop`, `devices`, `checkpoint_lock`, `progress`: see `chinchax.sweeps.run.loop.train`.
+  `stop`, `devices`, `checkpoint_lock`, `progress`: see `chinchax.sweeps.train.loop.train`.
   """
   run_args = dict(stop=stop, quiet=quiet, devices=devices, checkpoint_lock=checkpoint_lock)
   if progress is not None:  # only then: stand-ins for loop.train need not know it

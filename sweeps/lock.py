@@ -26,8 +26,8 @@ import threading
 import time
 import uuid
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
+from chinchax import atomic
+from chinchax.errors import UserError
 
 NAME = "chinchax.lock"
 LEASE_S = 300.0

@@ -9,7 +9,7 @@ import math
 import os
 from collections.abc import Callable
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 
 def prior_optimum(spec: str) -> Callable[[float], float]:

@@ -31,7 +31,7 @@ import math
 
 import ml_collections
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 LR_RULES = ("size", "deepseek", "fixed")
 BATCH_RULES = ("deepseek", "fixed")

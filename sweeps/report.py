@@ -14,12 +14,12 @@ import json
 import math
 import os
 
-from chinchax.scaling import atomic
+from chinchax import atomic
 from chinchax.scaling import caveats
 from chinchax.scaling import law as law_lib
 from chinchax.scaling import law_schema
 from chinchax.scaling import plan as plan_lib
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 PLOTS = ("isoflops", "optimal", "law")
 BEYOND = (1e1, 1e2, 1e3, 1e4)  # compute-optimal rows at these multiples of the top budget

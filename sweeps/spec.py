@@ -13,10 +13,10 @@ import os
 
 import ml_collections
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps import grid, job as job_lib, wsd
 from chinchax.sweeps.configs import train as train_config
-from chinchax.sweeps.run import config as run_config
+from chinchax.sweeps.train import config as run_config
 
 EXECUTORS = ("local", "packed", "ray")
 

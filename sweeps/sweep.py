@@ -8,7 +8,7 @@ trained → the fit (law.json, plots/) → report.md. Everything that cannot wor
 UserError) before anything is compiled.
 
 Layout, WORKDIR a local path or gs://bucket/path: WORKDIR/sweep.json (the resolved config),
-WORKDIR/<cell>/ (the run's files, sweeps/run/), WORKDIR/runs.jsonl (a line per finished
+WORKDIR/<cell>/ (the run's files, sweeps/train/), WORKDIR/runs.jsonl (a line per finished
 cell), WORKDIR/law.json, WORKDIR/plots/, WORKDIR/report.md. Cell names depend only on the
 config, so a rerun finds its cells: done cells (result.json status done) are skipped, partial
 ones resume from their checkpoints, failed ones are retried. Only process 0 writes the shared
@@ -24,14 +24,15 @@ import ml_collections
 
 from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
-from chinchax.scaling import atomic, killpoints
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import checkpoint, data, estimate, executors, fit_adapter, report, run_record
+from chinchax import atomic, killpoints
+from chinchax.errors import UserError
+from chinchax.sweeps.train import checkpoint, result as run_record
+from chinchax.sweeps import data, estimate, executors, fit_adapter, report
 from chinchax.sweeps import progress as progress_lib
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps import job as job_lib
 from chinchax.sweeps.job import Job, Outcome
-from chinchax.sweeps.run import config as run_config
+from chinchax.sweeps.train import config as run_config
 
 DEFAULT_WORKDIR = os.path.join("runs", "smoke")
 

@@ -24,7 +24,7 @@ In a sweep, the fixed-N series of one size (`fixed_n.schedule='wsd'`) becomes on
 named `<series>-wsd` (`job_config`); its rows of runs.jsonl are its branches' records
 (`records`, `finished`). With `schedule='wsd'` the IsoFLOP cells of one shape and batch become
 one WSD job too, a branch at each of their budgets' D: `wsd.budgets` gives each branch its
-nominal C, which its record carries as any IsoFLOP cell's does (the fit groups budgets by it). WSD runs its parts with the single run (sweeps/run/), which knows
+nominal C, which its record carries as any IsoFLOP cell's does (the fit groups budgets by it). WSD runs its parts with the single run (sweeps/train/), which knows
 nothing of WSD: a branch is a run with `init_from`, the main run one with `wsd.save_steps`.
 """
 
@@ -34,9 +34,9 @@ import os
 
 import ml_collections
 
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import run_record
-from chinchax.sweeps.run import hooks, loop
+from chinchax.errors import UserError
+from chinchax.sweeps.train import result as run_record
+from chinchax.sweeps.train import hooks, loop
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,3 +192,11 @@ def finished(c: ml_collections.ConfigDict, workdir: str) -> tuple[dict, ...] | N
   if all(r is not None and r.get("status") == "done" for r in records):
     return tuple(records)
   return None
+
+
+def describe_lines(c) -> tuple[str, ...]:
+  """What `chinchax train --dry-run` adds to a run's plan when the run is a WSD run."""
+  if not is_wsd(c):
+    return ()
+  return ("WSD: a constant-LR run, then a cooldown branch at each of " + ", ".join(
+      f"D={b.D:.3g} (steps {b.start}-{b.total_steps})" for b in branches_of(c)),)

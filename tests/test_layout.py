@@ -116,7 +116,7 @@ def reachable(edges, start: str) -> set[str]:
 
 def test_the_graph_sees_imports_inside_functions():
   edges = graph()
-  assert "chinchax.sweeps.run.loop" in edges["chinchax.sweeps.wsd"]
+  assert "chinchax.sweeps.train.loop" in edges["chinchax.sweeps.wsd"]
   # sweeps/prior.py imports the law inside its function (scipy is loaded only when needed).
   assert "chinchax.scaling.law" in edges["chinchax.sweeps.prior"]
   assert "chinchax.scaling.law" not in graph(module_level_only=True)["chinchax.sweeps.prior"]
@@ -130,7 +130,7 @@ def test_no_import_cycle():
 
 @pytest.mark.parametrize("package, may_not_import", [
     ("chinchax.scaling", ("chinchax.models", "chinchax.sweeps", "chinchax.launch")),
-    ("chinchax.sweeps.run", ("chinchax.sweeps.wsd", "chinchax.sweeps.sweep",
+    ("chinchax.sweeps.train", ("chinchax.sweeps.wsd", "chinchax.sweeps.sweep",
                              "chinchax.sweeps.executors", "chinchax.sweeps.spec")),
 ])
 def test_layers_import_downwards(package, may_not_import):

@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 # name -> (module, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {

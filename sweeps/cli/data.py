@@ -19,8 +19,8 @@ import logging
 import os
 import tempfile
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
+from chinchax import atomic
+from chinchax.errors import UserError
 from chinchax.sweeps.data import pipeline, prepare, tokenizers
 
 

@@ -4,7 +4,7 @@
                   [--data.name=TFDS ...] [--eval_tokens=N]
 
 Each selected checkpoint is evaluated on the run's validation set and on every extra corpus
-or prepared TFDS dataset; the rows go to DIR/eval_probe.jsonl (sweeps/run/probe.py).
+or prepared TFDS dataset; the rows go to DIR/eval_probe.jsonl (sweeps/train/probe.py).
 """
 
 from chinchax.sweeps.cli import flags
@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
   p.add_argument("--eval_tokens", type=int, default=None, help="tokens per set (default: run's)")
   p.add_argument("--quiet", action="store_true")
   args = p.parse_args(argv)
-  from chinchax.sweeps.run import probe  # pylint: disable=g-import-not-at-top  (jax: after the flags)
+  from chinchax.sweeps.train import probe  # pylint: disable=g-import-not-at-top  (jax: after the flags)
   rows = probe.probe(args.workdir, args.steps,
                      corpora=[x for arg in args.corpus for x in arg.split(",") if x],
                      names=[x for arg in args.name for x in arg.split(",") if x],

@@ -18,12 +18,12 @@ import argparse
 import sys
 
 from chinchax.scaling import api
-from chinchax.scaling import atomic
+from chinchax import atomic
 from chinchax.scaling import fit_text
 from chinchax.scaling import parametric
 from chinchax.scaling import runs as runs_lib
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps.cli import argtypes
 
 # Flags that mean something else here than in `chinchax plan` (or did before): one line.

@@ -18,8 +18,8 @@ import traceback
 
 import ml_collections
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
+from chinchax import atomic
+from chinchax.errors import UserError
 from chinchax.sweeps import configs
 from chinchax.sweeps.cli import help as help_lib
 

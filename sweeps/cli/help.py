@@ -7,7 +7,7 @@ import importlib.util
 
 import ml_collections
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps import configs
 from chinchax.sweeps.configs import keys
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from chinchax.models.shapes import shape_for_params
 from chinchax.scaling import conventions
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps.cli import flags
 
 HEADER = ("N target", "d_model", "layers", "heads", "d_ff", "N total", "N non-emb",

@@ -18,7 +18,7 @@ import sys
 from chinchax.scaling import api
 from chinchax.scaling import presets
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps.cli import argtypes
 from chinchax.scaling.law import ScalingLaw
 

@@ -1,7 +1,7 @@
 """`chinchax report WORKDIR`: rebuild a sweep workdir's report.md from its runs.jsonl and
 law.json (sweeps/report.py; `chinchax sweep` writes it at the end)."""
 
-from chinchax.scaling import atomic
+from chinchax import atomic
 from chinchax.sweeps import report
 from chinchax.sweeps.cli import flags
 

@@ -13,8 +13,9 @@ its TPU slice and checked against its HBM (sweeps/dry_run.py). The library funct
 
 import os
 
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import compile_cache, console, dry_run, executors, lock, spec as spec_lib
+from chinchax.errors import UserError
+from chinchax.sweeps.accel import compile_cache
+from chinchax.sweeps import console, dry_run, executors, lock, spec as spec_lib
 from chinchax.sweeps import sweep
 from chinchax.sweeps.cli import exit_status, flags
 

@@ -15,8 +15,10 @@ import json
 import os
 import sys
 
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import compile_cache, console, describe, job, lock
+from chinchax.errors import UserError
+from chinchax.sweeps.accel import compile_cache
+from chinchax.sweeps import console, job, lock, wsd
+from chinchax.sweeps.train import describe
 from chinchax.sweeps.cli import exit_status, flags
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "train.py")
@@ -25,7 +27,7 @@ DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "confi
 def main(argv: list[str]) -> int:
   f = flags.parse_config_flags(argv, "chinchax train", DEFAULT_CONFIG, doc=__doc__)
   if f.dry_run:
-    print(describe.describe(f.config))
+    print(describe.describe(f.config, wsd.describe_lines(f.config)))
     return 0
   if not f.workdir:
     raise UserError("--workdir is required: the folder for checkpoints, metrics and result.json")

@@ -8,7 +8,7 @@ path such as `sweeps/configs/gpu_node.py` typed outside the checkout, finds them
 import ast
 import os
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 DIR = os.path.dirname(os.path.abspath(__file__))
 NAMES = ("smoke", "tiny", "train", "gpu_node", "tpu_v5p")

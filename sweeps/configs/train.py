@@ -69,7 +69,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.checkpoint = ml_collections.ConfigDict(dict(every_steps=200, every_minutes=10.0, keep=2,
                                                 keep_best=False))  # checkpoints_best/: lowest eval
   # Stop when `patience` evals in a row fail to improve the best eval loss by the relative
-  # `min_rel_improvement` (sweeps/early_stop.py); 0 turns it off. Not for sweep cells.
+  # `min_rel_improvement` (sweeps/train/early_stop.py); 0 turns it off. Not for sweep cells.
   c.early_stop = ml_collections.ConfigDict(dict(patience=0, min_rel_improvement=0.0))
   c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
   c.sharding = "fsdp"    # fsdp (params, grads, optimizer state sharded) | shard_grad_op

@@ -26,7 +26,7 @@ import os
 
 import numpy as np
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps.data import packing
 from chinchax.sweeps.data import pipeline
 

@@ -12,7 +12,7 @@ number of processes. Sequence-axis sharding is handled by JAX from the full-leng
 import jax
 import numpy as np
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps.data import packing
 from chinchax.sweeps.data import pipeline
 

@@ -29,7 +29,7 @@ from typing import Iterable
 import grain
 import numpy as np
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 
 def pack(docs: Iterable[np.ndarray], eod_id: int, dtype=np.int32) -> np.ndarray:

@@ -30,8 +30,8 @@ from typing import Iterator
 
 import numpy as np
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
+from chinchax import atomic
+from chinchax.errors import UserError
 from chinchax.sweeps.data import packing
 from chinchax.sweeps.data import remote
 from chinchax.sweeps.data import text_builder

@@ -38,8 +38,8 @@ from collections.abc import Iterator, Sequence
 import tensorflow_datasets as tfds
 from etils import epath
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
+from chinchax import atomic
+from chinchax.errors import UserError
 from chinchax.sweeps.data import remote, text_builder
 
 NAME = text_builder.NAME  # one family of chinchax-prepared datasets: chinchax_text/<config>

@@ -16,7 +16,7 @@ import shutil
 
 from etils import epath
 
-from chinchax.scaling import atomic
+from chinchax import atomic
 
 _CHUNK = 1 << 24
 

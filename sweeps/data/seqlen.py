@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 from chinchax.scaling import conventions
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps.data import multihost
 from chinchax.sweeps.data import pipeline
 

@@ -36,7 +36,7 @@ import sysconfig
 
 import tensorflow_datasets as tfds
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 NAME = "chinchax_text"
 _VERSION = "1.0.0"

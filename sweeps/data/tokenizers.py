@@ -22,8 +22,8 @@ from typing import Iterable, Protocol
 
 import numpy as np
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
+from chinchax import atomic
+from chinchax.errors import UserError
 
 
 class Tokenizer(Protocol):

@@ -8,8 +8,8 @@ model with `DataConfig(tokenizer="spm", spm_model="OUT/spm.model")`.
 
 import os
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
+from chinchax import atomic
+from chinchax.errors import UserError
 from chinchax.sweeps.data import pipeline, text_builder, tokenizers
 
 MIN_VOCAB = 260  # 256 byte pieces and 3 specials, and one more

@@ -7,10 +7,10 @@ import sysconfig
 
 import pytest
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps.cli import eval as cli_eval
-from chinchax.sweeps import metrics
-from chinchax.sweeps.run import hooks, loop
+from chinchax.sweeps.train import metrics
+from chinchax.sweeps.train import hooks, loop
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@ parsed and checked to a config or a one-line UserError, never another exception.
 
 The keys are the configs' own (so the values reach the checks) plus near misses; the values
 are arbitrary text and literals of every type. A train config is checked as `chinchax train`
-checks it before opening data (sweeps/run/config.py); a sweep config is resolved into its
+checks it before opening data (sweeps/train/config.py); a sweep config is resolved into its
 grid as `chinchax sweep` does (sweeps/spec.py).
 """
 
@@ -13,12 +13,12 @@ import ml_collections
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps.cli import flags
 from chinchax.sweeps.cli import sweep as sweep_cli
 from chinchax.sweeps.cli import train as train_cli
-from chinchax.sweeps.run import config as run_config
+from chinchax.sweeps.train import config as run_config
 
 EXAMPLES = 100
 FAST = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

@@ -26,8 +26,8 @@ import optax  # noqa: E402
 from chinchax.models import mesh as mesh_lib, sharding  # noqa: E402
 from chinchax.models.config import ModelConfig  # noqa: E402
 from chinchax.scaling.conventions import Shape  # noqa: E402
-from chinchax.sweeps import optimizer  # noqa: E402
-from chinchax.sweeps import step as step_lib  # noqa: E402
+from chinchax.sweeps.train import optimizer  # noqa: E402
+from chinchax.sweeps.train import step as step_lib  # noqa: E402
 
 SHAPE = Shape(d_model=32, n_layers=2, n_heads=2, d_ff=96, vocab_size=64, seq_len=16)
 CFG = ModelConfig(SHAPE, compute_dtype="float32")

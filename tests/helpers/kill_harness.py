@@ -13,7 +13,7 @@ result with an uninterrupted run of the same command:
 A kill is one of
 
     Kill("point", "NAME[:K]")  the process SIGKILLs itself the K-th time it reaches the named
-                               point (scaling/killpoints.py): coverage chosen, not hoped for
+                               point (chinchax/killpoints.py): coverage chosen, not hoped for
     Kill("point", "NAME[:K]", "TERM")  the same with SIGTERM (a preemption notice): the run must
                                save a checkpoint where it stopped and exit 143
     Kill("time", at_s=T)       SIGKILL from outside T seconds after the start; when it is a
@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 
-from chinchax.scaling import killpoints
+from chinchax import killpoints
 
 from tests.helpers import sweep_helper
 from tests.helpers import train_util as tu

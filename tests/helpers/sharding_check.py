@@ -28,8 +28,8 @@ import orbax.checkpoint as ocp  # noqa: E402
 from chinchax.models import mesh as mesh_lib, sharding  # noqa: E402
 from chinchax.models.config import ModelConfig  # noqa: E402
 from chinchax.scaling.conventions import Shape  # noqa: E402
-from chinchax.scaling.errors import UserError  # noqa: E402
-from chinchax.sweeps import step as step_lib  # noqa: E402
+from chinchax.errors import UserError  # noqa: E402
+from chinchax.sweeps.train import step as step_lib  # noqa: E402
 
 SHAPE = Shape(d_model=64, n_layers=2, n_heads=4, d_ff=192, vocab_size=256, seq_len=32)
 CFG = ModelConfig(SHAPE, compute_dtype="float32")

@@ -45,8 +45,8 @@ def synthetic_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpo
   """The run (`run.loop.train`) replaced by the known law L(N, D): the runner, fit and report
   see real records."""
   from chinchax.scaling import conventions  # pylint: disable=g-import-not-at-top
-  from chinchax.sweeps import run_record  # pylint: disable=g-import-not-at-top
-  from chinchax.sweeps.run import config as run_config  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.train import result as run_record  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.train import config as run_config  # pylint: disable=g-import-not-at-top
   del stop, quiet, devices, checkpoint_lock, progress
   if c.name == FAILING_CELL:
     raise RuntimeError("out of memory\nsecond line of the message")

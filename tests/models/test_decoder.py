@@ -12,7 +12,7 @@ from chinchax.models import decoder
 from chinchax.models.config import ModelConfig
 from chinchax.scaling import conventions
 from chinchax.scaling.conventions import Shape
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 TINY = Shape(d_model=64, n_layers=2, n_heads=4, d_ff=192, vocab_size=256, seq_len=32)
 # Cheap LLVM settings: compile time dominates these tests, and every comparison is against

@@ -9,7 +9,7 @@ import pytest
 from chinchax.models import shapes
 from chinchax.sweeps.cli import models as cli
 from chinchax.scaling import conventions
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 GRID = np.logspace(5, 11, 4 * 6 + 1)  # 1e5 ... 1e11, four points per decade
 

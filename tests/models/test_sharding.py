@@ -17,8 +17,8 @@ import pytest
 from chinchax.models import mesh as mesh_lib, sharding
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.conventions import Shape
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import step as step_lib
+from chinchax.errors import UserError
+from chinchax.sweeps.train import step as step_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = Shape(d_model=64, n_layers=2, n_heads=4, d_ff=192, vocab_size=256, seq_len=32)

@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import run_record
+from chinchax import atomic
+from chinchax.errors import UserError
+from chinchax.sweeps.train import result as run_record
 
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from chinchax.scaling import bootstrap, intervals, parametric
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from tests.scaling import synthetic
 
 COLUMNS = ("E", "A", "B", "alpha", "beta")

@@ -3,7 +3,7 @@
 import pytest
 
 from chinchax.scaling import conventions as cv
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 # d=4, L=1, h=2 (head 2), f=8, V=10, S=3, SwiGLU, untied. Worked by hand:
 #   embedding 2·V·d = 80; layer: QKVO 4·d·d = 64, MLP 3·d·f = 96, norms 2·d = 8 -> 168;

@@ -5,7 +5,7 @@ import pytest
 
 from chinchax.scaling import data_constrained as dc
 from chinchax.scaling import dc_fit
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 THETA = np.array([1.69, 406.4, 410.7, 0.34, 0.28])  # Hoffmann et al. 2022
 

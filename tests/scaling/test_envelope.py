@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from chinchax.scaling.envelope import bootstrap_envelope, curves_of, fit_envelope
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.runs import Curve, make_runs
 
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28

@@ -11,7 +11,7 @@ from chinchax.scaling import fmt
 from chinchax.scaling import isoflop
 from chinchax.scaling import isoflop_bootstrap
 from chinchax.scaling import law as law_lib
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from tests.helpers import synthetic_law as syn
 
 

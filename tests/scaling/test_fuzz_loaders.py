@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from chinchax.scaling import api
 from chinchax.scaling import presets
 from chinchax.scaling import runs as runs_lib
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.law import ScalingLaw
 from tests.helpers import synthetic_law as syn
 

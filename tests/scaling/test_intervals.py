@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from chinchax.scaling import agreement, intervals
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 THETA = np.array([1.69, 406.4, 410.7, 0.34, 0.28])
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from chinchax.scaling import isoflop
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.isoflop import fit_isoflop, profile_loss
 from chinchax.scaling.isoflop_bootstrap import bootstrap_isoflop
 from chinchax.scaling.runs import budget_groups, make_runs

@@ -10,7 +10,7 @@ from scipy import optimize
 from chinchax.scaling import law as law_lib
 from chinchax.scaling import optimum as opt
 from chinchax.scaling import presets
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 
 THETA = np.array([1.82, 482.0, 2085.0, 0.348, 0.366])  # [E, A, B, alpha, beta]

@@ -9,7 +9,7 @@ import scipy.optimize
 import scipy.special
 
 from chinchax.scaling import huber, parametric
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 CHINCHILLA = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 OTHER = dict(E=2.1, A=120.0, B=900.0, alpha=0.30, beta=0.36)

@@ -18,7 +18,7 @@ from chinchax.scaling import inference
 from chinchax.scaling import law as law_lib
 from chinchax.scaling import plan as plan_lib
 from chinchax.scaling import presets
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 HOFFMANN = np.array([1.69, 406.4, 410.7, 0.34, 0.28])
 BESIROGLU = np.array([1.8172, 482.01, 2085.43, 0.3478, 0.3658])

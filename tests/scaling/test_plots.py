@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from chinchax.scaling import plots
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.isoflop import fit_isoflop
 from chinchax.scaling.isoflop_bootstrap import bootstrap_isoflop
 from chinchax.scaling.runs import make_runs

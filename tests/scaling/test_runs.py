@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.runs import budget_groups, load_runs, make_runs
 
 

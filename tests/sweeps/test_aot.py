@@ -1,4 +1,4 @@
-"""sweeps/aot.py, readiness.py and dry_run.py on this machine's CPU (no libtpu needed): the
+"""sweeps/accel/aot.py, readiness.py and dry_run.py on this machine's CPU (no libtpu needed): the
 compiled program's shardings and bytes, the fit check, the refusal and its remedy, the dry
 run's flags.
 tests/sweeps/test_readiness_tpu.py runs the same against TPU topologies where libtpu is."""
@@ -14,8 +14,10 @@ from jax.experimental.layout import Layout
 
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.conventions import Shape
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import aot, cli, dry_run, hardware, optimizer, readiness, table
+from chinchax.errors import UserError
+from chinchax.sweeps.accel import aot, hardware, readiness
+from chinchax.sweeps import cli, dry_run, table
+from chinchax.sweeps.train import optimizer
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps.configs import gpu_node, tiny, tpu_v5p
 from tests.helpers import aot_util

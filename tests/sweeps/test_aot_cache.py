@@ -1,4 +1,4 @@
-"""sweeps/aot_cache.py: a repeated ahead-of-time compile is read back, never served stale."""
+"""sweeps/accel/aot_cache.py: a repeated ahead-of-time compile is read back, never served stale."""
 
 import dataclasses
 import json
@@ -10,7 +10,8 @@ import pytest
 
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.conventions import Shape
-from chinchax.sweeps import aot, aot_cache, optimizer
+from chinchax.sweeps.accel import aot, aot_cache
+from chinchax.sweeps.train import optimizer
 
 
 def _setup(batch_size=8):

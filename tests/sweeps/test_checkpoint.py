@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import checkpoint
+from chinchax.errors import UserError
+from chinchax.sweeps.train import checkpoint
 
 
 def _state(v):

@@ -7,7 +7,7 @@ import jax
 import pytest
 
 from chinchax.sweeps import wsd
-from chinchax.sweeps.run import loop
+from chinchax.sweeps.train import loop
 from chinchax.sweeps.configs import train as train_configs
 
 LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"

@@ -6,9 +6,9 @@ import sysconfig
 
 import pytest
 
-from chinchax.sweeps import metrics
+from chinchax.sweeps.train import metrics
 from chinchax.sweeps.configs import train as train_config
-from chinchax.sweeps.run import loop
+from chinchax.sweeps.train import loop
 
 STDLIB = sysconfig.get_paths()["stdlib"]
 

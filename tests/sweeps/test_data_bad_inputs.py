@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps.data import pipeline
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps.data import pipeline
 from chinchax.sweeps.data import text_builder
 

@@ -11,7 +11,7 @@ from jax.sharding import Mesh
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps.data import multihost
 from chinchax.sweeps.data import packing
 from chinchax.sweeps.data import pipeline
@@ -80,7 +80,7 @@ def test_global_batch_on_four_devices_and_indivisible_batch():
   code = (
       "import jax, numpy as np\n"
       "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\n"
-      "from chinchax.scaling.errors import UserError\n"
+      "from chinchax.errors import UserError\n"
       "from chinchax.sweeps.data import multihost, packing, pipeline, tokenizers\n"
       "stream = np.arange(3000) % 258\n"
       "def ds(B):\n"

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import tensorflow_datasets as tfds
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps import cli
 from chinchax.sweeps.data import pipeline, prepare, text_builder
 

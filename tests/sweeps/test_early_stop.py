@@ -3,8 +3,8 @@ improvement, and not before; improvements above the threshold keep the run going
 
 import pytest
 
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps.early_stop import EarlyStop, is_best
+from chinchax.errors import UserError
+from chinchax.sweeps.train.early_stop import EarlyStop, is_best
 
 
 def first_stop(rule: EarlyStop, losses) -> int | None:

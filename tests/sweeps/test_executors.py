@@ -13,12 +13,13 @@ import time
 import pytest
 
 from chinchax.scaling.conventions import Shape
-from chinchax.sweeps import checkpoint, executors, spec as spec_lib, sweep
+from chinchax.sweeps.train import checkpoint
+from chinchax.sweeps import executors, spec as spec_lib, sweep
 from chinchax.sweeps.cli import flags
 from chinchax.sweeps.cli import sweep as cli_sweep
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.job import Job
-from chinchax.sweeps.run import loop
+from chinchax.sweeps.train import loop
 
 from tests.helpers import sweep_helper
 

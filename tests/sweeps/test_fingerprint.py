@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from chinchax.sweeps import fingerprint
+from chinchax.sweeps.train import fingerprint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -54,7 +54,7 @@ def test_every_single_bit_flip_and_a_swap_are_caught():
 SHARDED = r"""
 import json, jax, numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-from chinchax.sweeps import fingerprint
+from chinchax.sweeps.train import fingerprint
 x = np.random.default_rng(2).standard_normal((16, 24)).astype(np.float32)
 mesh = Mesh(np.array(jax.devices()).reshape(2, 4), ("a", "b"))
 out = {}

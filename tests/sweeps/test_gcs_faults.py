@@ -8,10 +8,10 @@ records and the report are the real ones."""
 
 import json
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
+from chinchax import atomic
+from chinchax.errors import UserError
 from chinchax.sweeps import cli, fit_adapter, lock
-from chinchax.sweeps.run import loop
+from chinchax.sweeps.train import loop
 
 from tests.helpers import sweep_helper
 

@@ -12,7 +12,7 @@ import pytest
 from chinchax.scaling import conventions
 from chinchax.scaling import law as law_lib
 from chinchax.scaling.conventions import Shape
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps import grid, prior, table
 from chinchax.sweeps import recipe as recipe_lib
 from chinchax.sweeps import wsd

@@ -1,4 +1,4 @@
-"""sweeps/hardware.py: TPU targets, peak FLOP/s for MFU, and the hardware in every run record."""
+"""sweeps/accel/hardware.py: TPU targets, peak FLOP/s for MFU, and the hardware in every run record."""
 
 import dataclasses
 import json
@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from chinchax.launch import tpu_slice
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import hardware, report
+from chinchax.errors import UserError
+from chinchax.sweeps.accel import hardware
+from chinchax.sweeps import report
 from tests.helpers import train_util
 
 

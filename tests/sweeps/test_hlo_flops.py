@@ -1,4 +1,4 @@
-"""sweeps/hlo_flops.py: FLOPs of a compiled program with every loop counted as it runs."""
+"""sweeps/accel/hlo_flops.py: FLOPs of a compiled program with every loop counted as it runs."""
 
 import functools
 
@@ -11,8 +11,9 @@ from chinchax.models.config import ModelConfig
 from chinchax.models import mesh as mesh_lib, sharding
 from chinchax.scaling import conventions
 from chinchax.scaling.conventions import Shape
-from chinchax.sweeps import hlo_flops, optimizer
-from chinchax.sweeps import step as step_lib
+from chinchax.sweeps.accel import hlo_flops
+from chinchax.sweeps.train import optimizer
+from chinchax.sweeps.train import step as step_lib
 
 
 def _compiled_text(fn, *args):

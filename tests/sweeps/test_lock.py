@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps import lock
 
 from tests.helpers import sweep_helper

@@ -4,7 +4,7 @@ resume; TensorBoard events beside it."""
 import json
 import os
 
-from chinchax.sweeps import metrics
+from chinchax.sweeps.train import metrics
 
 
 RUN = "gs://bkt/run"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps.data import mixture, packing, pipeline, tokenizers
 
 B, L = 64, 8

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from chinchax.sweeps import optimizer as opt
+from chinchax.sweeps.train import optimizer as opt
 
 
 def test_cosine_matches_closed_form_and_ends_at_ten_percent():

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from chinchax.sweeps import checkpoint, console, progress
+from chinchax.sweeps.train import checkpoint
+from chinchax.sweeps import console, progress
 
 
 class FakeClock:

@@ -12,7 +12,9 @@ import pytest
 
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.conventions import Shape
-from chinchax.sweeps import aot, grid, hardware, optimizer, readiness
+from chinchax.sweeps.accel import aot, hardware, readiness
+from chinchax.sweeps import grid
+from chinchax.sweeps.train import optimizer
 from chinchax.sweeps.configs import tiny
 from tests.helpers import aot_util
 

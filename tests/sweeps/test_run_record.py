@@ -4,7 +4,7 @@ damaged or stale runs.jsonl never blocks, and is rebuilt from the runs' records.
 import json
 import logging
 
-from chinchax.sweeps import run_record
+from chinchax.sweeps.train import result as run_record
 
 
 def _record(name, loss=3.0, status="done"):

@@ -9,9 +9,9 @@ import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from chinchax.scaling import conventions
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import metrics
-from chinchax.sweeps.run import loop
+from chinchax.errors import UserError
+from chinchax.sweeps.train import metrics
+from chinchax.sweeps.train import loop
 from chinchax.sweeps.data import packing, pipeline, seqlen, tokenizers
 
 

@@ -11,7 +11,7 @@ from chinchax.scaling import law as law_lib
 from chinchax.sweeps import cli, data, estimate, grid, sweep, table
 from chinchax.sweeps.configs import tiny
 from chinchax.sweeps.data import pipeline
-from chinchax.sweeps.run import loop
+from chinchax.sweeps.train import loop
 
 from tests.helpers import sweep_helper
 from tests.helpers.sweep_helper import FAILING_CELL, TRUTH, synthetic_argv, synthetic_train

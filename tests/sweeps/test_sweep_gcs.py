@@ -21,10 +21,11 @@ import os
 import pytest
 
 from chinchax.scaling import law as law_lib
-from chinchax.sweeps import checkpoint, cli, metrics, spec as spec_lib
+from chinchax.sweeps.train import checkpoint, metrics
+from chinchax.sweeps import cli, spec as spec_lib
 from chinchax.sweeps.cli import flags
 from chinchax.sweeps.cli import sweep as cli_sweep
-from chinchax.sweeps.run import loop
+from chinchax.sweeps.train import loop
 
 from tests.helpers import sweep_helper
 

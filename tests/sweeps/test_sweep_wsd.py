@@ -6,12 +6,12 @@ import os
 import pytest
 
 from chinchax.scaling import law as law_lib
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps import cli, wsd
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps.cli import flags
 from chinchax.sweeps.configs import train as train_config
-from chinchax.sweeps.run import loop
+from chinchax.sweeps.train import loop
 
 from tests.helpers import sweep_helper
 

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.sweeps.cli import tokenizer as cli_tokenizer
 from chinchax.sweeps.data import tokenizers
 

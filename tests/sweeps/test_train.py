@@ -19,8 +19,8 @@ from chinchax.sweeps.cli import flags
 from chinchax.sweeps.cli import train as cli_train
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.data import pipeline
-from chinchax.sweeps.run import config as run_config
-from chinchax.sweeps.run import loop
+from chinchax.sweeps.train import config as run_config
+from chinchax.sweeps.train import loop
 
 # Every XLA compile in this process, so that a test can show that a refusal came before any.
 COMPILES = []

@@ -1,7 +1,7 @@
 """`data.unique_tokens_cap` restricts the unique pool to the train stream's first U tokens."""
 
 from chinchax.sweeps import data
-from chinchax.sweeps.run import config as run_config
+from chinchax.sweeps.train import config as run_config
 
 
 def test_cap_restricts_the_pool_to_a_prefix(tiny_config):

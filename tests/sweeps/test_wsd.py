@@ -7,8 +7,9 @@ import os
 import numpy as np
 import pytest
 
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import metrics, optimizer, wsd
+from chinchax.errors import UserError
+from chinchax.sweeps.train import metrics, optimizer
+from chinchax.sweeps import wsd
 
 
 def test_plan_branch_points_are_where_the_wsd_schedule_starts_to_decay():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from chinchax.sweeps.cli import fit as cli_fit
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 from chinchax.scaling.runs import load_runs
 
 

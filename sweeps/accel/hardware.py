@@ -18,7 +18,7 @@ import re
 
 import jax
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 GiB = 1 << 30
 

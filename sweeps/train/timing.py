@@ -6,7 +6,7 @@
     ...
     record["time_s"] = clock.seconds(wall)
 
-Phases (sweeps/run/loop.py): `init` (the sharded initial state or a restore, its compile
+Phases (sweeps/train/loop.py): `init` (the sharded initial state or a restore, its compile
 included), `compile` (the train step, ahead of the loop), `data` (host time building batches),
 `eval`, `checkpoint` (saves), and `step`: the rest of the training loop's time, i.e. the steps
 themselves, which run asynchronously and are waited for at each logged step. `other` is the

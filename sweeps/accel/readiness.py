@@ -25,8 +25,10 @@ import ml_collections
 from chinchax.models import mesh as mesh_lib
 from chinchax.models.config import ModelConfig
 from chinchax.scaling import conventions
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import aot, grid, hardware, optimizer
+from chinchax.errors import UserError
+from chinchax.sweeps.accel import aot, hardware
+from chinchax.sweeps import grid
+from chinchax.sweeps.train import optimizer
 
 
 def setup_for(cell: grid.Cell, c: ml_collections.ConfigDict) -> aot.Setup:

@@ -24,7 +24,8 @@ import logging
 import os
 import platform
 
-from chinchax.scaling import atomic, conventions
+from chinchax import atomic
+from chinchax.scaling import conventions
 
 SCHEMA = "chinchax/run/v1"
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from chinchax.sweeps import data
 from chinchax.sweeps.data import mixture, seqlen
-from chinchax.sweeps.run import config as run_config
-from chinchax.sweeps.run import hooks
+from chinchax.sweeps.train import config as run_config
+from chinchax.sweeps.train import hooks
 
 
 def open_data(c: ml_collections.ConfigDict, total_steps: int):

@@ -43,9 +43,10 @@ import numpy as np
 from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
 from chinchax.models.config import ModelConfig
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import aot_cache, hardware, hlo_flops, optimizer
-from chinchax.sweeps import step as step_lib
+from chinchax.errors import UserError
+from chinchax.sweeps.accel import aot_cache, hardware, hlo_flops
+from chinchax.sweeps.train import optimizer
+from chinchax.sweeps.train import step as step_lib
 
 _SIZE = r"([0-9.]+)([KMGTP]?)i?B?"
 _OOM = (re.compile(r"required for HLO temporaries \(" + _SIZE + r"\) exceeds available HBM \("

@@ -14,7 +14,7 @@ step, so a resumed run decides exactly as one never stopped. patience = 0 turns 
 import dataclasses
 from typing import Sequence
 
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,11 +20,11 @@ import os
 import jax
 import orbax.checkpoint as ocp
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
+from chinchax import atomic
+from chinchax.errors import UserError
 from chinchax.sweeps import data
-from chinchax.sweeps.run import config as run_config
-from chinchax.sweeps.run import hooks, inputs, setup
+from chinchax.sweeps.train import config as run_config
+from chinchax.sweeps.train import hooks, inputs, setup
 
 PROBE_FILE = "eval_probe.jsonl"
 CHECKPOINTS = "checkpoints"

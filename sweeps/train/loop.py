@@ -21,9 +21,9 @@ import jax
 import ml_collections
 
 from chinchax.scaling import conventions
-from chinchax.sweeps import checkpoint, run_record
-from chinchax.sweeps.run import record as record_lib
-from chinchax.sweeps.run import setup as setup_lib
+from chinchax.sweeps.train import checkpoint, result as run_record
+from chinchax.sweeps.train import record as record_lib
+from chinchax.sweeps.train import setup as setup_lib
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,14 +8,14 @@ model's, the unique tokens, the validation split) run when the run opens it.
 import ml_collections
 
 from chinchax.scaling import conventions
-from chinchax.sweeps import wsd
 from chinchax.sweeps.data import tokenizers
-from chinchax.sweeps.run import config as run_config
-from chinchax.sweeps.run import setup
+from chinchax.sweeps.train import config as run_config
+from chinchax.sweeps.train import setup
 
 
-def describe(c: ml_collections.ConfigDict) -> str:
-  """The plan of the run `c` (checked as a run checks it before opening its data)."""
+def describe(c: ml_collections.ConfigDict, extra: tuple[str, ...] = ()) -> str:
+  """The plan of the run `c` (checked as a run checks it before opening its data); `extra`:
+  lines of what runs it (a WSD run's branches, from sweeps/wsd.py)."""
   run_config.check(c)
   tok = tokenizers.make_tokenizer(c.data.tokenizer, c.data.spm_model or None)
   shape = run_config.model_config(c, tok.vocab_size).shape
@@ -49,8 +49,6 @@ def describe(c: ml_collections.ConfigDict) -> str:
   if run_config.early_stopping(c).enabled:
     lines.append(f"early stop after {c.early_stop.patience} evals without a "
                  f"{c.early_stop.min_rel_improvement:.2%} improvement")
-  if wsd.is_wsd(c):
-    lines.append("WSD: a constant-LR run, then a cooldown branch at each of " + ", ".join(
-        f"D={b.D:.3g} (steps {b.start}-{b.total_steps})" for b in wsd.branches_of(c)))
+  lines += extra
   lines.append("the data is opened (and its vocabulary and unique tokens checked) when training")
   return "\n".join(lines)

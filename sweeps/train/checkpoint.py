@@ -44,9 +44,9 @@ import orbax.checkpoint as ocp
 from etils import epath
 from orbax.checkpoint import checkpoint_managers as cm
 
-from chinchax.scaling import atomic, killpoints
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import fingerprint
+from chinchax import atomic, killpoints
+from chinchax.errors import UserError
+from chinchax.sweeps.train import fingerprint
 
 METADATA = "_CHECKPOINT_METADATA"
 COMMIT_MARKER = "commit_success.txt"

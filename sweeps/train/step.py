@@ -36,7 +36,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from chinchax.models import decoder, sharding
 from chinchax.models.config import ModelConfig
 from chinchax.models.sharding import Rules
-from chinchax.scaling.errors import UserError
+from chinchax.errors import UserError
 
 State = dict[str, Any]
 

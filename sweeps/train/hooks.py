@@ -18,8 +18,9 @@ them (early stopping, the best checkpoint) decide in a resumed run as in one nev
 
 import os
 
-from chinchax.scaling import atomic, conventions
-from chinchax.sweeps import checkpoint, early_stop
+from chinchax import atomic
+from chinchax.scaling import conventions
+from chinchax.sweeps.train import checkpoint, early_stop
 from chinchax.sweeps.data import seqlen
 
 BEST_DIR = "checkpoints_best"  # the checkpoint of the lowest eval loss (keep_best / early_stop)
@@ -104,7 +105,7 @@ class BestCheckpoint(Hook):
 
 
 class EarlyStopping(Hook):
-  """Stops the run when `patience` evals in a row fail to improve (sweeps/early_stop.py)."""
+  """Stops the run when `patience` evals in a row fail to improve (sweeps/train/early_stop.py)."""
 
   def __init__(self, stopper: early_stop.EarlyStop):
     self.stopper, self.stopped_at, self.best = stopper, None, None

@@ -29,9 +29,9 @@ import os
 
 import jax
 
-from chinchax.scaling import atomic
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import compile_cache, hlo_flops
+from chinchax import atomic
+from chinchax.errors import UserError
+from chinchax.sweeps.accel import compile_cache, hlo_flops
 
 
 def folder() -> str | None:

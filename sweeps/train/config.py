@@ -14,8 +14,9 @@ from chinchax.models import shapes
 from chinchax.models import sharding
 from chinchax.models.config import ModelConfig
 from chinchax.scaling import conventions
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import data, early_stop, optimizer
+from chinchax.errors import UserError
+from chinchax.sweeps import data
+from chinchax.sweeps.train import early_stop, optimizer
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.data import seqlen
 

@@ -5,12 +5,12 @@
 
 Unset (always, outside tests) `hit` is one dictionary lookup. The points, by name:
 
-    step                 a train step was dispatched (sweeps/checkpoint.py, once per step)
+    step                 a train step was dispatched (sweeps/train/checkpoint.py, once per step)
     checkpoint           a save was started and is being written (async) or is unfinalised
     checkpoint-commit    a save is written out but not committed (orbax's last act)
-    eval                 an eval loss was computed and is not yet recorded (sweeps/metrics.py)
+    eval                 an eval loss was computed and is not yet recorded (sweeps/train/metrics.py)
     append:metrics.jsonl half of a metrics line appended, the rest not (a torn line)
-    write:BASENAME       half of an artifact written to its temporary file (scaling/atomic.py):
+    write:BASENAME       half of an artifact written to its temporary file (chinchax/atomic.py):
                          write:result.json, write:runs.jsonl, write:law.json, ...
     fit                  the sweep's cells are done and the fit starts (sweeps/sweep.py)
 

@@ -22,7 +22,7 @@ import time
 
 import jax
 
-from chinchax.scaling import atomic, killpoints
+from chinchax import atomic, killpoints
 
 FLUSH_EVERY_S = 30.0
 

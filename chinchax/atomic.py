@@ -25,8 +25,8 @@ from typing import Any, TypeVar
 
 from etils import epath
 
-from chinchax.scaling import killpoints
-from chinchax.scaling.errors import UserError
+from chinchax import killpoints
+from chinchax.errors import UserError
 
 TRIES = 5
 BACKOFF_S = 0.5

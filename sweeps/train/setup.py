@@ -22,13 +22,16 @@ from jax.sharding import Mesh, NamedSharding
 from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
 from chinchax.models.config import ModelConfig
-from chinchax.scaling import atomic, conventions
-from chinchax.scaling.errors import UserError
-from chinchax.sweeps import checkpoint, data, hardware, metrics, optimizer, timing
-from chinchax.sweeps import step as step_lib
-from chinchax.sweeps.run import config as run_config
-from chinchax.sweeps.run import hooks as hooks_lib
-from chinchax.sweeps.run import inputs as inputs_lib
+from chinchax import atomic
+from chinchax.scaling import conventions
+from chinchax.errors import UserError
+from chinchax.sweeps.train import checkpoint, metrics, optimizer, timing
+from chinchax.sweeps import data
+from chinchax.sweeps.accel import hardware
+from chinchax.sweeps.train import step as step_lib
+from chinchax.sweeps.train import config as run_config
+from chinchax.sweeps.train import hooks as hooks_lib
+from chinchax.sweeps.train import inputs as inputs_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +56,7 @@ def make_mesh(c: ml_collections.ConfigDict, devices=None) -> Mesh:
 def make_model(c: ml_collections.ConfigDict, model_cfg: ModelConfig, mesh: Mesh) -> Model:
   """The optimizer, its learning rates over the run's planned steps, and the jitted steps.
 
-  The schedule stays out of the compiled step (sweeps/optimizer.py), so every run of one shape
+  The schedule stays out of the compiled step (sweeps/train/optimizer.py), so every run of one shape
   and batch shares one compile (the step functions are memoised on what they depend on).
   """
   rules, mode = sharding.RULES, c.sharding

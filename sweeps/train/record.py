@@ -1,10 +1,11 @@
-"""The record of a finished run (schema and writer: sweeps/run_record.py), from its setup and
+"""The record of a finished run (schema and writer: sweeps/train/result.py), from its setup and
 where its steps ended."""
 
 import dataclasses
 import math
 
-from chinchax.sweeps import hardware, run_record
+from chinchax.sweeps.accel import hardware
+from chinchax.sweeps.train import result as run_record
 
 
 def _finite(x):

@@ -1,0 +1,113 @@
+r"""How far one config travels: a call profile of `chinchax sweep` from its config to law.json.
+
+    python bench/call_profile.py [--config=tiny] [--json]
+
+runs the sweep in this process (a fresh temporary workdir) under `sys.setprofile` and
+`threading.setprofile`, keeps every call whose caller and callee are both chinchax source
+files, and prints:
+
+- files: the chinchax source files the path visits (any function of theirs was called; a
+  module's or class body's execution at import is not a call);
+- edges: the distinct cross-file call edges (caller file -> callee file);
+- returns: the edges that call back to a file the path had already left, i.e. whose callee
+  was first entered before the caller was. A path that reads top to bottom, each file
+  handing down to the next, has none; a utility called from everywhere, or a lower layer
+  that calls up into a higher one, adds one per caller;
+- upcalls: the edges from a file in a folder to a file of a folder above it
+  (sweeps/train/x.py -> sweeps/y.py), which layered folders never have.
+
+The sweep's own dispatch (cli) is included; tests, bench and third-party code are not.
+"""
+
+import argparse
+import collections
+import contextlib
+import inspect
+import json
+import os
+import sys
+import tempfile
+import threading
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FOLDERS = ("chinchax", "scaling", "models", "sweeps", "launch")
+
+
+def _ours(path: str) -> str | None:
+  path = os.path.realpath(path)
+  if not path.startswith(ROOT + os.sep) or not path.endswith(".py"):
+    return None
+  rel = os.path.relpath(path, ROOT)
+  return rel if rel.split(os.sep)[0] in FOLDERS else None
+
+
+def profile(config: str) -> dict:
+  first: dict[str, int] = {}
+  edges: collections.Counter = collections.Counter()
+  cache: dict[str, str | None] = {}
+  lock = threading.Lock()
+
+  def tracer(frame, event, arg):
+    del arg
+    # Function calls only: a module's or a class body's execution at import is not a call.
+    if event != "call" or not frame.f_code.co_flags & inspect.CO_NEWLOCALS:
+      return
+    callee_path = frame.f_code.co_filename
+    callee = cache[callee_path] if callee_path in cache else cache.setdefault(callee_path, _ours(callee_path))
+    if callee is None:
+      return
+    caller_frame = frame.f_back
+    # Skip frames of third-party code between two of ours (jax's tracing calls our step).
+    while caller_frame is not None:
+      p = caller_frame.f_code.co_filename
+      c = cache[p] if p in cache else cache.setdefault(p, _ours(p))
+      if c is not None:
+        break
+      caller_frame = caller_frame.f_back
+    with lock:
+      first.setdefault(callee, len(first))
+      if caller_frame is not None and c != callee:
+        edges[(c, callee)] += 1
+
+  from chinchax.sweeps import cli  # pylint: disable=import-outside-toplevel
+  with tempfile.TemporaryDirectory() as tmp:
+    threading.setprofile(tracer)
+    sys.setprofile(tracer)
+    try:
+      with contextlib.redirect_stdout(sys.stderr):  # the sweep's console; ours is the figures
+        rc = cli.run(["sweep", f"--config={config}", f"--workdir={tmp}/w", "--quiet"])
+    finally:
+      sys.setprofile(None)
+      threading.setprofile(None)
+    law = os.path.exists(os.path.join(tmp, "w", "law.json"))
+  returns = sorted((a, b) for a, b in edges if first[b] < first[a])
+  upcalls = sorted((a, b) for a, b in edges
+                   if os.path.dirname(b) != os.path.dirname(a)
+                   and os.path.dirname(a).startswith(os.path.dirname(b) + os.sep))
+  return {"config": config, "exit": rc, "law_json": law, "files": len(first),
+          "edges": len(edges), "returns": len(returns), "upcalls": len(upcalls),
+          "file_order": sorted(first, key=first.get),
+          "return_edges": [f"{a} -> {b}" for a, b in returns],
+          "upcall_edges": [f"{a} -> {b}" for a, b in upcalls]}
+
+
+def main() -> None:
+  p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  p.add_argument("--config", default="tiny")
+  p.add_argument("--json", action="store_true", help="print everything as one JSON object")
+  args = p.parse_args()
+  r = profile(args.config)
+  if args.json:
+    print(json.dumps(r, indent=1))
+    return
+  print(f"chinchax sweep --config={r['config']}: exit {r['exit']}, law.json written: {r['law_json']}")
+  print(f"files {r['files']}, cross-file edges {r['edges']}, returns {r['returns']}, "
+        f"upcalls {r['upcalls']}")
+  for title, rows in (("returns", r["return_edges"]), ("upcalls", r["upcall_edges"])):
+    print(f"\n{title}:")
+    for row in rows:
+      print("  " + row)
+
+
+if __name__ == "__main__":
+  main()
