@@ -7,7 +7,6 @@ Every bad value is a UserError naming its file, line and field.
 import csv
 import dataclasses
 import io
-import json
 import math
 import os
 from typing import Any
@@ -16,8 +15,9 @@ import numpy as np
 
 from chinchax import atomic
 from chinchax.errors import UserError
+from chinchax.scaling import records
 
-RUN_SCHEMA = "chinchax/run/v1"
+RUN_SCHEMA = records.SCHEMA
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -63,44 +63,20 @@ def _text(path: str, encoding: str = "utf-8", what: str = "") -> str:
   return text
 
 
-def _lines(path: str) -> list[str]:
-  return _text(path).splitlines()
-
-
-def _json_lines(path: str):
-  for i, line in enumerate(_lines(path), 1):
-    if line.strip():
-      try:
-        obj = json.loads(line)
-      except json.JSONDecodeError as e:
-        raise UserError(f"{path}:{i}: not valid JSON ({e.msg})") from None
-      except RecursionError:
-        raise UserError(f"{path}:{i}: JSON nested too deep; expected one flat run record "
-                        "per line") from None
-      except ValueError as e:  # e.g. an integer of more digits than Python will convert
-        raise UserError(f"{path}:{i}: not a readable JSON value ({e})") from None
-      if not isinstance(obj, dict):
-        raise UserError(f"{path}:{i}: expected a JSON object per line")
-      yield f"{path}:{i}", obj
-
-
 def read_records(path: str, workdir: str, params: str, flops: str):
-  latest = {}
-  for where, rec in _json_lines(path):
+  """The fit's rows and curves of a runs.jsonl (read by scaling/records.py), each field checked."""
+  latest = records.read_runs(path)
+  for where, rec in latest:
     if rec.get("schema") != RUN_SCHEMA:
       raise UserError(f"{where}: schema is {_short(rec.get('schema'))}, expected "
                       f"{RUN_SCHEMA!r}")
-    if not isinstance(rec.get("name"), str) or not rec["name"]:
-      raise UserError(f"{where}: record has no name")
     if rec.get("status") not in ("done", "failed"):
       raise UserError(f"{where}: status is {_short(rec.get('status'))}, expected 'done' or "
                       "'failed'")
-    latest.pop(rec["name"], None)  # a re-run moves to the end, keeping the log's order
-    latest[rec["name"]] = (where, rec)
   if not latest:
     raise UserError(f"{path}: no runs in it")
   rows, curves, failed = [], [], 0
-  for where, rec in latest.values():
+  for where, rec in latest:
     if rec["status"] == "failed":
       failed += 1
       continue
@@ -123,8 +99,10 @@ def read_records(path: str, workdir: str, params: str, flops: str):
 
 
 def read_curve(path: str, name: str, N: float, flops_per_token: float) -> Curve:
+  """The eval losses of a metrics.jsonl (read by scaling/records.py: a torn line is dropped)."""
   by_tokens = {}
-  for where, m in _json_lines(path):
+  for m in records.read_metrics(path):
+    where = f"{path} (step {m['step']})"
     if m.get("eval_loss") is None:
       continue
     if m.get("tokens") == 0:

@@ -12,7 +12,7 @@ import ml_collections
 
 from chinchax import atomic
 from chinchax.scaling.conventions import Shape
-from chinchax.sweeps.train import result as run_record
+from chinchax.scaling import records
 from chinchax.sweeps import wsd
 from chinchax.sweeps.train import loop
 
@@ -56,13 +56,13 @@ def train(config: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: 
     run_args["progress"] = progress
   if wsd.is_wsd(config):
     result = wsd.train_wsd(config, workdir, **run_args)
-    status, records = result.status, result.records
+    status, rs = result.status, result.records
   else:
     record = loop.train(config, workdir, **run_args)
-    status, records = record["status"], (record,)
+    status, rs = record["status"], (record,)
   if status == "stopped":
-    return Outcome(status, (), records[-1].get("reason"))
-  return Outcome(status, records, next((r["reason"] for r in records if r.get("reason")), None))
+    return Outcome(status, (), rs[-1].get("reason"))
+  return Outcome(status, rs, next((r["reason"] for r in rs if r.get("reason")), None))
 
 
 def run(job: Job, *, devices=None, stop=None, quiet: bool = True, checkpoint_lock=None,
@@ -77,11 +77,11 @@ def run(job: Job, *, devices=None, stop=None, quiet: bool = True, checkpoint_loc
 
 def failed(job: Job, why: str, write: bool = False) -> Outcome:
   """The job failed for `why` before it could write a record of its own."""
-  record = run_record.make(name=job.name, shape=job.shape, D=job.D, status="failed",
-                           reason=why, budget=job.budget)
+  record = records.make(name=job.name, shape=job.shape, D=job.D, status="failed",
+                        reason=why, budget=job.budget)
   if write and jax.process_index() == 0:
     atomic.makedirs(job.workdir)
-    run_record.write_result(job.workdir, record)
+    records.write_result(job.workdir, record)
   return Outcome("failed", (record,), why)
 
 
@@ -96,5 +96,5 @@ def finished(job: Job) -> tuple[dict, ...] | None:
   """The job's records when all of it is done, else None."""
   if wsd.is_wsd(job.config):
     return wsd.finished(job.config, job.workdir)
-  record = run_record.read_result(job.workdir)
+  record = records.read_result(job.workdir)
   return (record,) if record is not None and record.get("status") == "done" else None

@@ -16,6 +16,7 @@ import os
 
 from chinchax import atomic
 from chinchax.scaling import caveats
+from chinchax.scaling import records as records_lib
 from chinchax.scaling import law as law_lib
 from chinchax.scaling import law_schema
 from chinchax.scaling import plan as plan_lib
@@ -27,18 +28,9 @@ BEYOND = (1e1, 1e2, 1e3, 1e4)  # compute-optimal rows at these multiples of the 
 
 def _read_records(workdir: str) -> list[dict]:
   path = os.path.join(workdir, "runs.jsonl")
-  text = atomic.read_text(path)
-  if text is None:
+  if not atomic.exists(path):
     raise UserError(f"{path}: no runs.jsonl; is {workdir} a sweep workdir?")
-  records = {}
-  for i, line in enumerate(text.splitlines(), 1):
-    if line.strip():
-      try:
-        r = json.loads(line)
-      except json.JSONDecodeError as e:
-        raise UserError(f"{path}:{i}: not JSON ({e.msg})") from None
-      records[r.get("name")] = r  # a later line of the same name replaces an earlier one
-  return list(records.values())
+  return [r for _, r in records_lib.read_runs(path)]
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:

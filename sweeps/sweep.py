@@ -26,7 +26,8 @@ from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
 from chinchax import atomic, killpoints
 from chinchax.errors import UserError
-from chinchax.sweeps.train import checkpoint, result as run_record
+from chinchax.sweeps.train import checkpoint
+from chinchax.scaling import records
 from chinchax.sweeps import data, estimate, executors, fit_adapter, report
 from chinchax.sweeps import progress as progress_lib
 from chinchax.sweeps import spec as spec_lib
@@ -111,11 +112,10 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
     atomic.write_text(os.path.join(workdir, "sweep.json"),
                       spec.config.to_json_best_effort(indent=2) + "\n")
   runs_path = os.path.join(workdir, "runs.jsonl")
-  record = (lambda records: [run_record.upsert_runs_jsonl(runs_path, r) for r in records]
-            ) if lead else (lambda records: None)
+  record = (lambda rs: [records.upsert_runs(runs_path, r) for r in rs]) if lead else (lambda rs: None)
   todo = _skip_done(spec.jobs, say)
   if lead:  # the cells' result.json files are the truth: runs.jsonl is made to agree
-    run_record.sync_runs_jsonl(runs_path, [d for j in spec.jobs for d in job_lib.record_dirs(j)])
+    records.sync_runs(runs_path, [d for j in spec.jobs for d in job_lib.record_dirs(j)])
   say(f"{len(todo)} of {len(spec.jobs)} cells to train with executor={spec.executor.kind!r}")
 
   failed = []

@@ -35,7 +35,7 @@ import os
 import ml_collections
 
 from chinchax.errors import UserError
-from chinchax.sweeps.train import result as run_record
+from chinchax.scaling import records
 from chinchax.sweeps.train import hooks, loop
 
 
@@ -188,9 +188,9 @@ def train_wsd(c: ml_collections.ConfigDict, workdir: str, **run_args) -> Result:
 
 def finished(c: ml_collections.ConfigDict, workdir: str) -> tuple[dict, ...] | None:
   """The branches' records when every branch of the WSD run in `workdir` is done, else None."""
-  records = [run_record.read_result(branch_workdir(c, workdir, b)) for b in branches_of(c)]
-  if all(r is not None and r.get("status") == "done" for r in records):
-    return tuple(records)
+  done = [records.read_result(branch_workdir(c, workdir, b)) for b in branches_of(c)]
+  if all(r is not None and r.get("status") == "done" for r in done):
+    return tuple(done)
   return None
 
 

@@ -4,7 +4,7 @@
 
 reads top to bottom: the setup (run/setup.py: checks that fail before compute, data, model,
 restore) → steps (train, log, eval, checkpoint, stop) → the final eval → the run record
-(run/record.py). The training-craft features (mixtures, sequence-length warmup, early
+(`record_of`, written as result.json by scaling/records.py). The training-craft features (mixtures, sequence-length warmup, early
 stopping, the best checkpoint, WSD branch points) are hooks (run/hooks.py) the loop calls at
 fixed points; it has no feature flags of its own. Batch k is a function of (seed, k) alone and
 the state holds the step, so a run resumed from a checkpoint continues the exact trajectory of
@@ -20,9 +20,9 @@ import time
 import jax
 import ml_collections
 
-from chinchax.scaling import conventions
-from chinchax.sweeps.train import checkpoint, result as run_record
-from chinchax.sweeps.train import record as record_lib
+from chinchax.scaling import conventions, records
+from chinchax.sweeps.accel import hardware
+from chinchax.sweeps.train import checkpoint, timing
 from chinchax.sweeps.train import setup as setup_lib
 
 
@@ -54,7 +54,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool 
   """
   t_start = time.time()
   log = (lambda *_: None) if quiet else (lambda m: print(m, flush=True))
-  done = run_record.read_result(workdir)
+  done = records.read_result(workdir)
   if done is not None and done.get("status") == "done":
     log(f"{workdir}: already done (eval loss {done['eval_loss']:.4f}); nothing to do")
     return done
@@ -75,7 +75,7 @@ def steps(s: setup_lib.Setup, stop, log, progress=None) -> End:
   """Trains from the restored step to the last, or until a failure, a hook or `stop`."""
   c, state, step = s.c, s.state, s.step
   train_step = compiled(s, state, step, log)
-  clock, guard = Clock(step, s.tokens_per_step), SpikeGuard(c.spike_factor,
+  clock, guard = timing.Throughput(step, s.tokens_per_step), SpikeGuard(c.spike_factor,
                                                             s.model.opt_cfg.warmup_steps)
   train_loss, losses = s.train_loss, list(s.losses)
   end = lambda **kw: End(state, step, train_loss, clock.train_s, tuple(losses), **kw)
@@ -132,7 +132,7 @@ def compiled(s: setup_lib.Setup, state, step: int, log):
   return train_step
 
 
-def log_step(s: setup_lib.Setup, step: int, m, train_loss: float, clock: "Clock",
+def log_step(s: setup_lib.Setup, step: int, m, train_loss: float, clock: timing.Throughput,
              guard: "SpikeGuard", log, progress=None) -> str | None:
   """Writes the metrics row of `step` and its progress line; returns a failure, if any."""
   tok_s = clock.lap(step)
@@ -147,7 +147,7 @@ def log_step(s: setup_lib.Setup, step: int, m, train_loss: float, clock: "Clock"
       mfu=s.mfu(tok_s), epoch=tokens / s.inputs.ds.unique_tokens, **fields)
   left = (s.total_steps - step) * s.tokens_per_step / max(tok_s, 1e-9)
   log(f"step {step}/{s.total_steps} | loss {train_loss:.4f} | {tok_s / 1e3:.1f}k tok/s | "
-      f"{clock_text(left)} left")
+      f"{timing.clock_text(left)} left")
   if progress is not None:
     progress(step, s.total_steps, tok_s, train_loss)
   return failure
@@ -185,9 +185,9 @@ def finish(s: setup_lib.Setup, end: End, t_start: float, log) -> dict:
   for h in s.hooks:
     h.close()
   s.writer.close()
-  record = record_lib.make(s, end, eval_loss, wall_s=time.time() - t_start)
+  record = record_of(s, end, eval_loss, wall_s=time.time() - t_start)
   if jax.process_index() == 0:
-    run_record.write_result(s.workdir, record)
+    records.write_result(s.workdir, record)
   if end.failure:
     log(f"failed: {end.failure}")
   else:
@@ -198,22 +198,35 @@ def finish(s: setup_lib.Setup, end: End, t_start: float, log) -> dict:
   return record
 
 
-class Clock:
-  """Training throughput: time between log steps, less the evals in between."""
+def _finite(x):
+  return x if x is not None and math.isfinite(x) else None
 
-  def __init__(self, step: int, tokens_per_step: int):
-    self.t, self.step, self.tokens_per_step, self.train_s = time.time(), step, tokens_per_step, 0.0
 
-  def lap(self, step: int) -> float:
-    """Tokens per second since the last lap."""
-    now = time.time()
-    tok_s = (step - self.step) * self.tokens_per_step / max(now - self.t, 1e-9)
-    self.train_s += now - self.t
-    self.t, self.step = now, step
-    return tok_s
-
-  def pause(self, seconds: float) -> None:
-    self.t += seconds
+def record_of(s: setup_lib.Setup, end: End, eval_loss: float, wall_s: float) -> dict:
+  """The run's record (scaling/records.py) from its setup, where its steps ended and the final
+  eval's loss."""
+  c, model, tps = s.c, s.model, s.tokens_per_step
+  D = s.D if end.stopped_early is None else end.step * tps  # early stop: the tokens trained
+  eval_bytes = s.inputs.eval_bytes()
+  n_eval = max(s.inputs.n_eval.values())
+  bpb = eval_loss * n_eval * tps / (math.log(2) * eval_bytes) if eval_bytes else None
+  # Training throughput of this session: compile and eval time excluded.
+  tok_s = (end.step - s.step) * tps / end.train_s if end.train_s > 0 else None
+  fields = {}
+  for h in s.hooks:
+    fields.update(h.record_fields(end.step))
+  return records.make(
+      name=c.name, shape=model.cfg.shape, D=D, status="failed" if end.failure else "done",
+      reason=end.failure, budget=c.budget or None, train_loss=_finite(end.train_loss),
+      eval_loss=_finite(eval_loss), eval_bpb=_finite(bpb), steps=end.step,
+      schedule=model.opt_cfg.schedule,
+      hparams={"batch_size": c.batch_size, "seq_len": c.seq_len, "grad_accum": c.grad_accum,
+               **dataclasses.asdict(model.opt_cfg), "seed": c.seed, "remat": model.cfg.remat,
+               "compute_dtype": model.cfg.compute_dtype},
+      unique_tokens=s.inputs.ds.unique_tokens, epochs=s.epochs, tokens_per_s=tok_s,
+      mfu=s.mfu(tok_s),
+      wall_s=wall_s, time_s=s.clock.seconds(wall_s), devices=model.mesh.size, mesh=dict(model.mesh.shape),
+      hardware=hardware.record(model.mesh), **fields)
 
 
 class SpikeGuard:
@@ -232,8 +245,3 @@ class SpikeGuard:
                  f"running mean {self.running:.4g}")
     self.running = loss if self.running is None else 0.9 * self.running + 0.1 * loss
     return failure
-
-
-def clock_text(seconds: float) -> str:
-  s = int(seconds)
-  return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"

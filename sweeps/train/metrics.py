@@ -23,6 +23,7 @@ import time
 import jax
 
 from chinchax import atomic, killpoints
+from chinchax.scaling import records
 
 FLUSH_EVERY_S = 30.0
 
@@ -33,29 +34,6 @@ def _clean(v):
   if isinstance(v, float) and not math.isfinite(v):
     return None
   return v
-
-
-def read(path: str) -> list[dict]:
-  """The rows of a metrics.jsonl; a torn or foreign line (a crash mid-append) is skipped."""
-  return _parse(_text(path) or "")
-
-
-def _text(path: str) -> str | None:
-  """The file's text; bytes that are not UTF-8 (damage) become U+FFFD and fail to parse."""
-  data = atomic.read_bytes(path)
-  return None if data is None else data.decode("utf-8", errors="replace")
-
-
-def _parse(text: str) -> list[dict]:
-  rows = []
-  for line in text.splitlines():
-    try:
-      row = json.loads(line)
-    except json.JSONDecodeError:
-      continue
-    if isinstance(row, dict) and isinstance(row.get("step"), int):
-      rows.append(row)
-  return rows
 
 
 class MetricsWriter:
@@ -70,8 +48,8 @@ class MetricsWriter:
     self._resume_step, self._at_resume = resume_step, set()
     if not self.enabled:
       return
-    text = _text(self.path)
-    rows = [r for r in _parse(text or "") if r["step"] <= resume_step]
+    text = records.metrics_text(self.path)
+    rows = [r for r in records.parse_metrics(text or "") if r["step"] <= resume_step]
     self._at_resume = {frozenset(r) for r in rows if r["step"] == resume_step}
     kept = "".join(json.dumps(r) + "\n" for r in rows)
     if kept != text:  # new, or rows past the restored step or a torn line: cut back, atomically

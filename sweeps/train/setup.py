@@ -19,6 +19,7 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding
 
+from chinchax.scaling import records
 from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
 from chinchax.models.config import ModelConfig
@@ -138,7 +139,7 @@ def build(c: ml_collections.ConfigDict, workdir: str, *, devices=None, checkpoin
     ckpt, state, step, init_step = _restore(c, workdir, model, checkpoint_lock, log)
   inputs.resume(step)
   writer = metrics.MetricsWriter(workdir, resume_step=step)
-  rows = metrics.read(writer.path)
+  rows = records.read_metrics(writer.path)
   # A run resumed at its last step trains no more: its train loss is the one already logged.
   logged = [r["train_loss"] for r in rows if r.get("train_loss") is not None]
   batches, hooks = _hooks(c, workdir, inputs, model_cfg, init_step, checkpoint_lock)

@@ -1,4 +1,5 @@
-"""Where a run's wall time goes: seconds per phase, for the run record's `time_s` field.
+"""Where a run's wall time goes: seconds per phase (`Clock`, for the run record's `time_s`
+field), training throughput between log steps (`Throughput`) and the console's h:mm:ss.
 
     clock = timing.Clock()
     with clock("data"):
@@ -45,3 +46,26 @@ class Clock:
     out = {k: round(self._s.get(k, 0.0), 3) for k in PHASES}
     out["other"] = round(max(0.0, wall - sum(out.values())), 3)
     return out
+
+
+class Throughput:
+  """Training throughput: time between log steps, less the evals in between."""
+
+  def __init__(self, step: int, tokens_per_step: int):
+    self.t, self.step, self.tokens_per_step, self.train_s = time.time(), step, tokens_per_step, 0.0
+
+  def lap(self, step: int) -> float:
+    """Tokens per second since the last lap."""
+    now = time.time()
+    tok_s = (step - self.step) * self.tokens_per_step / max(now - self.t, 1e-9)
+    self.train_s += now - self.t
+    self.t, self.step = now, step
+    return tok_s
+
+  def pause(self, seconds: float) -> None:
+    self.t += seconds
+
+
+def clock_text(seconds: float) -> str:
+  s = int(seconds)
+  return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"

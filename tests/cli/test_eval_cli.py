@@ -7,6 +7,7 @@ import sysconfig
 
 import pytest
 
+from chinchax.scaling import records
 from chinchax.errors import UserError
 from chinchax.sweeps.cli import eval as cli_eval
 from chinchax.sweeps.train import metrics
@@ -24,7 +25,7 @@ def test_early_stopped_run_then_eval_probe(tmp_path, tiny_config):
   tps = c.batch_size * c.seq_len
   assert rec["status"] == "done" and rec["early_stopped"] == 12 and rec["steps"] == 12
   assert rec["D"] == 12 * tps
-  evals = {r["step"]: r["eval_loss"] for r in metrics.read(os.path.join(workdir, "metrics.jsonl"))
+  evals = {r["step"]: r["eval_loss"] for r in records.read_metrics(os.path.join(workdir, "metrics.jsonl"))
            if r.get("eval_loss") is not None}
   best_step = min((s for s in evals if s <= 12), key=evals.get)
   assert sorted(os.listdir(os.path.join(workdir, hooks.BEST_DIR))) == [str(best_step)]

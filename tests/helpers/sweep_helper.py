@@ -45,7 +45,7 @@ def synthetic_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpo
   """The run (`run.loop.train`) replaced by the known law L(N, D): the runner, fit and report
   see real records."""
   from chinchax.scaling import conventions  # pylint: disable=g-import-not-at-top
-  from chinchax.sweeps.train import result as run_record  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling import records  # pylint: disable=g-import-not-at-top
   from chinchax.sweeps.train import config as run_config  # pylint: disable=g-import-not-at-top
   del stop, quiet, devices, checkpoint_lock, progress
   if c.name == FAILING_CELL:
@@ -53,9 +53,9 @@ def synthetic_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpo
   shape = run_config.model_config(c, 258).shape
   N, D = conventions.params(shape), c.tokens
   loss = TRUTH["E"] + TRUTH["A"] / N**TRUTH["alpha"] + TRUTH["B"] / D**TRUTH["beta"]
-  record = run_record.make(name=c.name, shape=shape, D=D, budget=c.budget or None,
+  record = records.make(name=c.name, shape=shape, D=D, budget=c.budget or None,
                            eval_loss=loss, train_loss=loss, steps=1, wall_s=0.0)
-  run_record.write_result(workdir, record)  # local or gs://, as train() writes it
+  records.write_result(workdir, record)  # local or gs://, as train() writes it
   return record
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from chinchax import atomic
 from chinchax.errors import UserError
-from chinchax.sweeps.train import result as run_record
+from chinchax.scaling import records
 
 
 
@@ -61,14 +61,14 @@ def test_gs_without_gcsfs_is_one_line(monkeypatch):
 
 def test_run_record_upserts_runs_jsonl_on_gs(fake_gcs):  # noqa: F811
   path = "gs://bkt/sweep/runs.jsonl"
-  run_record.upsert_runs_jsonl(path, {"name": "a", "eval_loss": 3.0})
-  run_record.upsert_runs_jsonl(path, {"name": "b", "eval_loss": 2.0})
-  run_record.upsert_runs_jsonl(path, {"name": "a", "eval_loss": 1.0})  # a rerun replaces it
+  records.upsert_runs(path, {"name": "a", "eval_loss": 3.0})
+  records.upsert_runs(path, {"name": "b", "eval_loss": 2.0})
+  records.upsert_runs(path, {"name": "a", "eval_loss": 1.0})  # a rerun replaces it
   lines = [json.loads(l) for l in fake_gcs.local(path).read_text().splitlines()]
   assert lines == [{"name": "b", "eval_loss": 2.0}, {"name": "a", "eval_loss": 1.0}]
-  assert run_record.read_result("gs://bkt/sweep/a") is None
-  run_record.write_result("gs://bkt/sweep/a", {"name": "a", "status": "done"})
-  assert run_record.read_result("gs://bkt/sweep/a") == {"name": "a", "status": "done"}
+  assert records.read_result("gs://bkt/sweep/a") is None
+  records.write_result("gs://bkt/sweep/a", {"name": "a", "status": "done"})
+  assert records.read_result("gs://bkt/sweep/a") == {"name": "a", "status": "done"}
   assert fake_gcs.stray_local_files() == []
 
 

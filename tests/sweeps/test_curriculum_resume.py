@@ -6,6 +6,7 @@ import sysconfig
 
 import pytest
 
+from chinchax.scaling import records
 from chinchax.sweeps.train import metrics
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.train import loop
@@ -46,8 +47,8 @@ def test_resume_inside_a_curriculum_is_exact(tmp_path):
   resumed = loop.train(config(data_dir), cut, quiet=True)
   assert resumed["status"] == "done"
 
-  a = metrics.read(os.path.join(tmp_path, "whole", "metrics.jsonl"))
-  b = metrics.read(os.path.join(cut, "metrics.jsonl"))
+  a = records.read_metrics(os.path.join(tmp_path, "whole", "metrics.jsonl"))
+  b = records.read_metrics(os.path.join(cut, "metrics.jsonl"))
   pick = lambda rows, k: [(r["step"], r[k]) for r in rows if k in r]
   assert pick(a, "train_loss") == pick(b, "train_loss")  # every step, bit for bit
   assert pick(a, "tokens_by_source") == pick(b, "tokens_by_source")

@@ -4,6 +4,7 @@ resume; TensorBoard events beside it."""
 import json
 import os
 
+from chinchax.scaling import records
 from chinchax.sweeps.train import metrics
 
 
@@ -15,7 +16,7 @@ def test_resume_drops_lines_past_the_checkpoint(tmp_path):
   for step in (1, 2, 3, 4):
     w.write(step, train_loss=5.0 - step, lr=float("nan"))
   w.close()
-  rows = metrics.read(w.path)
+  rows = records.read_metrics(w.path)
   assert [r["step"] for r in rows] == [1, 2, 3, 4]
   assert rows[0]["lr"] is None  # non-finite values become null, JSON stays valid
 
@@ -23,7 +24,7 @@ def test_resume_drops_lines_past_the_checkpoint(tmp_path):
     f.write('{"step": 5, "train_lo')  # a torn line from a crash
   w2 = metrics.MetricsWriter(str(tmp_path), resume_step=2, tensorboard=False)
   w2.write(3, train_loss=2.0)
-  assert [r["step"] for r in metrics.read(w2.path)] == [1, 2, 3]
+  assert [r["step"] for r in records.read_metrics(w2.path)] == [1, 2, 3]
   with open(w2.path) as f:
     assert all(json.loads(line) for line in f)
 
@@ -51,7 +52,7 @@ def test_gs_rows_reach_the_bucket_on_flush_and_close(fake_gcs):  # noqa: F811
   w.write(3, train_loss=2.0)  # within FLUSH_EVERY_S of the flush: held
   assert _steps_in_bucket(fake_gcs) == [1, 2]
   w.close()
-  assert [r["step"] for r in metrics.read(w.path)] == [1, 2, 3]
+  assert [r["step"] for r in records.read_metrics(w.path)] == [1, 2, 3]
   assert fake_gcs.stray_local_files() == []
 
 
@@ -81,7 +82,7 @@ def test_gs_resume_drops_rows_past_the_checkpoint(fake_gcs):  # noqa: F811
   assert _steps_in_bucket(fake_gcs) == [1, 2]  # trimmed at once, before any new row
   w2.write(3, train_loss=2.0)
   w2.close()
-  rows = metrics.read(w2.path)
+  rows = records.read_metrics(w2.path)
   assert [r["step"] for r in rows] == [1, 2, 3] and rows[2]["train_loss"] == 2.0
 
 
@@ -105,7 +106,7 @@ def test_resume_cuts_back_to_the_restored_step_only(tmp_path):
   path.write_text(_lines(3) + '{"step": 4, "train_lo\n' + _lines(6)[len(_lines(4)):])
   w = metrics.MetricsWriter(str(tmp_path), resume_step=5, tensorboard=False)
   w.close()
-  assert [r["step"] for r in metrics.read(str(path))] == [1, 2, 3, 5]
+  assert [r["step"] for r in records.read_metrics(str(path))] == [1, 2, 3, 5]
   assert path.read_text() == _lines(3) + json.dumps({"step": 5, "train_loss": 0.0}) + "\n"
 
 
@@ -129,6 +130,6 @@ def test_a_row_of_the_restored_step_already_there_is_not_written_twice(tmp_path)
   w.write(4, tokens=64, eval_loss=1.5)  # a second one is new: written
   w.write(4, tokens=64, probe=2.0)      # other keys: written
   w.close()
-  assert [sorted(r) for r in metrics.read(str(path))][-2:] == [
+  assert [sorted(r) for r in records.read_metrics(str(path))][-2:] == [
       ["eval_loss", "step", "tokens"], ["probe", "step", "tokens"]]
-  assert len(metrics.read(str(path))) == 7
+  assert len(records.read_metrics(str(path))) == 7

@@ -4,16 +4,16 @@ damaged or stale runs.jsonl never blocks, and is rebuilt from the runs' records.
 import json
 import logging
 
-from chinchax.sweeps.train import result as run_record
+from chinchax.scaling import records
 
 
 def _record(name, loss=3.0, status="done"):
-  return {"schema": run_record.SCHEMA, "name": name, "status": status, "eval_loss": loss}
+  return {"schema": records.SCHEMA, "name": name, "status": status, "eval_loss": loss}
 
 
 def _write(run_dir, record):
   run_dir.mkdir(parents=True, exist_ok=True)
-  run_record.write_result(str(run_dir), record)
+  records.write_result(str(run_dir), record)
 
 
 def _lines(path):
@@ -25,7 +25,7 @@ def test_a_truncated_result_json_is_not_finished_with_a_warning_naming_it(tmp_pa
   path = tmp_path / "a" / "result.json"
   path.write_text(path.read_text()[:40])
   with caplog.at_level(logging.WARNING):
-    assert run_record.read_result(str(tmp_path / "a")) is None
+    assert records.read_result(str(tmp_path / "a")) is None
   (line,) = [r.getMessage() for r in caplog.records]
   assert line.startswith(f"{path} is not a valid run record (Unterminated string")
   assert line.endswith("the run counts as not finished and resumes from its checkpoints")
@@ -35,15 +35,15 @@ def test_json_that_is_not_a_record_is_not_finished(tmp_path, caplog):
   (tmp_path / "a").mkdir()
   for text in ("[]", '{"name": "a"}', "\xff\xfe"):
     (tmp_path / "a" / "result.json").write_bytes(text.encode("latin-1"))
-    assert run_record.read_result(str(tmp_path / "a")) is None
+    assert records.read_result(str(tmp_path / "a")) is None
   assert len(caplog.records) == 3
-  assert run_record.read_result(str(tmp_path / "missing")) is None and len(caplog.records) == 3
+  assert records.read_result(str(tmp_path / "missing")) is None and len(caplog.records) == 3
 
 
 def test_upsert_drops_damaged_lines_instead_of_failing(tmp_path):
   path = tmp_path / "runs.jsonl"
   path.write_text(json.dumps(_record("a")) + "\n" + '{"name": "b", "eval_lo\n')
-  run_record.upsert_runs_jsonl(str(path), _record("c", 2.0))
+  records.upsert_runs(str(path), _record("c", 2.0))
   assert _lines(path) == [_record("a"), _record("c", 2.0)]
 
 
@@ -65,7 +65,7 @@ def test_sync_rebuilds_runs_jsonl_from_the_records(tmp_path, caplog):
   dirs = [str(tmp_path / n) for n in "abcde"]
   caplog.clear()
   with caplog.at_level(logging.WARNING):
-    run_record.sync_runs_jsonl(str(path), dirs)
+    records.sync_runs(str(path), dirs)
   assert _lines(path) == [_record("other", 9.0), _record("a", 3.0), _record("b", 2.5),
                           _record("c", 2.0)]
   rebuilt = [r.getMessage() for r in caplog.records if "disagreed" in r.getMessage()]
@@ -76,7 +76,7 @@ def test_sync_rebuilds_runs_jsonl_from_the_records(tmp_path, caplog):
   inode = path.stat().st_ino
   caplog.clear()
   with caplog.at_level(logging.WARNING):
-    run_record.sync_runs_jsonl(str(path), dirs)
+    records.sync_runs(str(path), dirs)
   assert path.stat().st_ino == inode
   assert [r.getMessage().split(" is not")[0] for r in caplog.records] == [
       str(tmp_path / "e" / "result.json")]
@@ -85,5 +85,5 @@ def test_sync_rebuilds_runs_jsonl_from_the_records(tmp_path, caplog):
 def test_sync_writes_a_missing_runs_jsonl(tmp_path):
   _write(tmp_path / "a", _record("a"))
   path = tmp_path / "runs.jsonl"
-  run_record.sync_runs_jsonl(str(path), [str(tmp_path / "a"), str(tmp_path / "b")])
+  records.sync_runs(str(path), [str(tmp_path / "a"), str(tmp_path / "b")])
   assert _lines(path) == [_record("a")]

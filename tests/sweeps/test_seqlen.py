@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from chinchax.scaling import records
 from chinchax.scaling import conventions
 from chinchax.errors import UserError
 from chinchax.sweeps.train import metrics
@@ -78,7 +79,7 @@ def test_tiny_run_trains_through_the_stages(tmp_path, tiny_config):
   c.log_every, c.eval_every = 1, 100
   rec = loop.train(c, str(tmp_path), quiet=True)
   assert rec["status"] == "done"
-  rows = [r for r in metrics.read(os.path.join(str(tmp_path), "metrics.jsonl")) if "lr" in r]
+  rows = [r for r in records.read_metrics(os.path.join(str(tmp_path), "metrics.jsonl")) if "lr" in r]
   s = seqlen.make(32, 8, 0.5, 12)
   assert [r["seq_len"] for r in rows] == [s.length_at(r["step"] - 1) for r in rows]
   assert {r["seq_len"] for r in rows} == {8, 16, 32}

@@ -20,6 +20,7 @@ import os
 
 import pytest
 
+from chinchax.scaling import records
 from chinchax.scaling import law as law_lib
 from chinchax.sweeps.train import checkpoint, metrics
 from chinchax.sweeps import cli, spec as spec_lib
@@ -54,7 +55,7 @@ def _watch_metrics_against_checkpoints(monkeypatch):
   def checked_write(self, step, **scalars):
     run = os.path.dirname(self.path)
     if run in saved:
-      in_bucket = {r["step"] for r in metrics.read(self.path)}
+      in_bucket = {r["step"] for r in records.read_metrics(self.path)}
       missing = {s for s in written.get(run, ()) if s <= saved[run]} - in_bucket
       assert not missing, f"{run}: rows {missing} not in the bucket after the checkpoint"
     written.setdefault(run, []).append(step)
@@ -120,7 +121,7 @@ def test_tiny_sweep_trains_on_gcs_and_a_rerun_skips_it(fake_gcs, monkeypatch, ca
   job.config.log_every = 2  # rows before the stop, kept as they are by the resumed run
   run = f"{URL}-resume/{job.name}"
   assert loop.train(job.config, run, stop=StopAfter(6), quiet=True)["status"] == "stopped"
-  stopped_rows = metrics.read(f"{run}/metrics.jsonl")
+  stopped_rows = records.read_metrics(f"{run}/metrics.jsonl")
   with fake_gcs.local(f"{run}/metrics.jsonl").open("a") as f:
     f.write(json.dumps({"step": 7, "train_loss": 99.0}) + "\n")
   record = loop.train(job.config, run, stop=StopAfter(10**6))
@@ -128,7 +129,7 @@ def test_tiny_sweep_trains_on_gcs_and_a_rerun_skips_it(fake_gcs, monkeypatch, ca
   reference = next(r for r in records if r["name"] == job.name)
   assert record["eval_loss"] == pytest.approx(reference["eval_loss"], abs=1e-6)
   assert record["train_loss"] == pytest.approx(reference["train_loss"], abs=1e-6)
-  rows = metrics.read(f"{run}/metrics.jsonl")
+  rows = records.read_metrics(f"{run}/metrics.jsonl")
   assert [r["step"] for r in stopped_rows] == [2, 4, 6] and rows[:3] == stopped_rows
   assert 99.0 not in [r.get("train_loss") for r in rows]
   assert [r["step"] for r in rows] == sorted(r["step"] for r in rows)

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from chinchax.scaling import records
 from chinchax.errors import UserError
 from chinchax.sweeps.train import metrics, optimizer
 from chinchax.sweeps import wsd
@@ -52,7 +53,7 @@ def test_two_cooldown_branches_beat_the_stable_run(tmp_path, tiny_config):
   assert out.status == "done" and len(out.branches) == 2 and out.records == out.branches
   assert out.main["schedule"] == "constant" and out.main["steps"] == 30
 
-  main_eval = {r["step"]: r["eval_loss"] for r in metrics.read(os.path.join(workdir, "metrics.jsonl"))
+  main_eval = {r["step"]: r["eval_loss"] for r in records.read_metrics(os.path.join(workdir, "metrics.jsonl"))
                if r.get("eval_loss") is not None}
   for b, T, start in zip(out.branches, (20, 40), (15, 30)):
     rec_path = os.path.join(workdir, f"{b['name']}", "result.json")
@@ -61,7 +62,7 @@ def test_two_cooldown_branches_beat_the_stable_run(tmp_path, tiny_config):
     assert rec["schedule"] == "wsd" and rec["branch_of"] == "w" and rec["init_step"] == start
     assert rec["steps"] == T and rec["D"] == T * tps
     # The branch's logged LR is the closed-form WSD schedule of a T-step run.
-    rows = metrics.read(os.path.join(workdir, b["name"], "metrics.jsonl"))
+    rows = records.read_metrics(os.path.join(workdir, b["name"], "metrics.jsonl"))
     lr = optimizer.schedule(optimizer.OptimizerConfig(
         **{**c.optimizer.to_dict(), "schedule": "wsd", "decay_fraction": 0.25}), T)
     logged = [(r["step"], r["lr"]) for r in rows if r.get("lr") is not None]
