@@ -12,15 +12,8 @@ from chinchax.sweeps.accel import hardware
 
 RUN_DIR = "chinchax-run"  # on each worker, in the login home: config, log, pid, exit status
 
-# family -> (number after the dash counts: "cores" | "chips", runtime for JAX, multislice ok)
-_FAMILIES = {
-    "v2": ("cores", "tpu-ubuntu2204-base", False),
-    "v3": ("cores", "tpu-ubuntu2204-base", False),
-    "v4": ("cores", "tpu-ubuntu2204-base", True),
-    "v5p": ("cores", "v2-alpha-tpuv5", True),
-    "v5litepod": ("chips", "v2-alpha-tpuv5-lite", True),
-    "v6e": ("chips", "v2-alpha-tpuv6e", True),
-}
+# Each family's facts (TensorCores a chip, hosts, runtime, Multislice) are the chip table's,
+# sweeps/accel/hardware.py; gcloud's names for them:
 _ALIASES = {"v5e": "v5litepod", "v5lite": "v5litepod", "v6": "v6e", "v5": "v5p"}
 _TYPE = re.compile(r"([a-z0-9]+)-([0-9]+)")
 
@@ -35,19 +28,21 @@ class Accelerator:
     return f"{self.family}-{self.size}"
 
   @property
+  def chip(self) -> hardware.Chip:
+    return hardware.chip_of_gcloud(self.family)
+
+  @property
   def hosts(self) -> int:
     """Hosts (TPU VMs) in one slice."""
-    if _FAMILIES[self.family][0] == "cores":  # 4 chips x 2 TensorCores a host
-      return max(1, self.size // 8)
-    return 1 if self.size <= 8 else self.size // 4  # 8 chips on one host, else 4 a host
+    return self.chip.hosts(self.size // self.chip.cores_per_chip)
 
   @property
   def runtime(self) -> str:
-    return _FAMILIES[self.family][1]
+    return self.chip.runtime
 
   @property
   def multislice(self) -> bool:
-    return _FAMILIES[self.family][2]
+    return self.chip.multislice
 
 
 def accelerator(text: str) -> Accelerator:
@@ -56,14 +51,16 @@ def accelerator(text: str) -> Accelerator:
   if m and family in _ALIASES:
     raise UserError(f"unknown accelerator type {text!r}: gcloud calls it "
                     f"{_ALIASES[family]}-{m.group(2)}")
-  if not m or family not in _FAMILIES:
+  chip = hardware.chip_of_gcloud(family) if m else None
+  if chip is None:
+    families = ", ".join(c.gcloud for c in hardware.TPU_CHIPS.values())
     raise UserError(f"unknown accelerator type {text!r}: use FAMILY-SIZE with FAMILY one of "
-                    f"{', '.join(_FAMILIES)} (e.g. v5p-32, v5litepod-16, v6e-8)")
+                    f"{families} (e.g. v5p-32, v5litepod-16, v6e-8)")
   size = int(m.group(2))
-  counts = _FAMILIES[family][0]
-  ok = size % 8 == 0 if counts == "cores" else size in (1, 4, 8) or size % 16 == 0
+  cores = chip.cores_per_chip > 1  # the number counts TensorCores, else chips
+  ok = size % 8 == 0 if cores else size in (1, 4, 8) or size % 16 == 0
   if size == 0 or not ok:
-    rule = "a multiple of 8 TensorCores" if counts == "cores" else "1, 4, 8 or a multiple of 16"
+    rule = "a multiple of 8 TensorCores" if cores else "1, 4, 8 or a multiple of 16"
     raise UserError(f"accelerator type {text!r} has no such size: {family} sizes are {rule}")
   return Accelerator(family, size)
 

@@ -23,6 +23,16 @@ QUIET = False  # set by quiet_libraries: sweeps/data/text_builder.py hides TFDS'
 NOISE = ("has no dataset_info.json", "Using custom data configuration")
 
 
+def not_tfds_noise(record: logging.LogRecord) -> bool:
+  """A logging filter that drops TFDS's notices about chinchax's own corpora."""
+  return not any(n in str(record.msg) for n in NOISE)
+
+
+def quiet_tfds() -> None:
+  """TFDS's notices off for good (idempotent): for commands that open data without a run."""
+  logging.getLogger("absl").addFilter(not_tfds_noise)
+
+
 class _Once(logging.Filter):
   """Lets the first record of each (logger, message) through, below ERROR; counts the rest."""
 
@@ -34,7 +44,7 @@ class _Once(logging.Filter):
   def filter(self, record: logging.LogRecord) -> bool:
     if record.levelno >= logging.ERROR:
       return True
-    if any(n in str(record.msg) for n in NOISE):
+    if not not_tfds_noise(record):
       self.hidden += 1
       return False
     key = (record.name, str(record.msg))

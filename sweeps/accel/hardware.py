@@ -39,17 +39,35 @@ class Chip:
   dims: int             # 3: a 3D torus (v4, v5p); 2: a 2D mesh (v5e, v6e)
   cores_per_chip: int   # what the number of a gcloud accelerator type counts per chip
   gcloud: str           # the family in gcloud accelerator types
-  gke_accelerator: str  # GKE's node label cloud.google.com/gke-tpu-accelerator
+  gke_accelerator: str  # GKE's node label cloud.google.com/gke-tpu-accelerator ("": none)
+  runtime: str          # the TPU VM software version that runs JAX on it
+  multislice: bool      # its slices can join over the data-centre network
+  host_chips: int = 4   # chips on one TPU VM (v5e/v6e: up to 8 in a one-host slice)
+
+  def hosts(self, n_chips: int) -> int:
+    """TPU VMs (GKE nodes) of a slice of `n_chips`: 4 chips a host beyond one host."""
+    return 1 if n_chips <= self.host_chips else n_chips // 4
 
 
 TPU_CHIPS: dict[str, Chip] = {c.family: c for c in (
-    Chip("v4", "TPU v4", int(30.75 * GiB), 275e12, 3, 2, "v4", "tpu-v4-podslice"),
-    Chip("v5p", "TPU v5", int(95.74 * GiB), 459e12, 3, 2, "v5p", "tpu-v5p-slice"),
+    # v2 and v3: HBM as specified (8 and 16 GiB a TensorCore), not measured by a compiler.
+    Chip("v2", "TPU v2", 16 * GiB, 45e12, 2, 2, "v2", "", "tpu-ubuntu2204-base", False),
+    Chip("v3", "TPU v3", 32 * GiB, 123e12, 2, 2, "v3", "", "tpu-ubuntu2204-base", False),
+    Chip("v4", "TPU v4", int(30.75 * GiB), 275e12, 3, 2, "v4", "tpu-v4-podslice",
+         "tpu-ubuntu2204-base", True),
+    Chip("v5p", "TPU v5", int(95.74 * GiB), 459e12, 3, 2, "v5p", "tpu-v5p-slice",
+         "v2-alpha-tpuv5", True),
     Chip("v5e", "TPU v5 lite", int(15.75 * GiB), 197e12, 2, 1, "v5litepod",
-         "tpu-v5-lite-podslice"),
-    Chip("v6e", "TPU v6 lite", int(31.25 * GiB), 918e12, 2, 1, "v6e", "tpu-v6e-slice"),
+         "tpu-v5-lite-podslice", "v2-alpha-tpuv5-lite", True, host_chips=8),
+    Chip("v6e", "TPU v6 lite", int(31.25 * GiB), 918e12, 2, 1, "v6e", "tpu-v6e-slice",
+         "v2-alpha-tpuv6e", True, host_chips=8),
 )}
 _BY_GCLOUD = {c.gcloud: c for c in TPU_CHIPS.values()}
+
+
+def chip_of_gcloud(family: str) -> Chip | None:
+  """The chip of a gcloud accelerator family (v5p, v5litepod, v6e, ...), or None."""
+  return _BY_GCLOUD.get(family)
 _BY_KIND = {c.device_kind.lower(): c for c in TPU_CHIPS.values()}
 _BY_KIND.update({"tpu v5p": TPU_CHIPS["v5p"], "tpu v5e": TPU_CHIPS["v5e"],
                  "tpu v6e": TPU_CHIPS["v6e"]})
@@ -102,9 +120,8 @@ class Target:
 
   @property
   def hosts_per_slice(self) -> int:
-    """TPU VMs (GKE nodes) of one slice: 4 chips each, one host up to 8 chips of v5e/v6e."""
-    n = self.chips_per_slice
-    return 1 if (self.chip.dims == 2 and n <= 8) or n <= 4 else n // 4
+    """TPU VMs (GKE nodes) of one slice."""
+    return self.chip.hosts(self.chips_per_slice)
 
   @property
   def chips_per_host(self) -> int:

@@ -15,12 +15,12 @@ where its builder needs no TensorFlow (`sweeps/data/prepare.py` says which).
 """
 
 import argparse
-import logging
 import os
 import tempfile
 
 from chinchax import atomic
 from chinchax.errors import UserError
+from chinchax.sweeps import console
 from chinchax.sweeps.data import pipeline, prepare, tokenizers
 
 
@@ -80,15 +80,9 @@ def _tokenizer(args, name: str, out: str) -> tuple[str | None, int]:
   return path, tok.vocab_size
 
 
-def _tfds_notice(record: logging.LogRecord) -> bool:
-  # TFDS announces each chinchax dataset as a custom configuration of an unprepared folder.
-  msg = str(record.msg)
-  return not (msg.startswith("Using custom data configuration") or "has no dataset_info" in msg)
-
-
 def main(argv: list[str]) -> int:
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
-  logging.getLogger("absl").addFilter(_tfds_notice)  # idempotent
+  console.quiet_tfds()
   tfds.disable_progress_bar()
   args = _parser().parse_args(argv)
   out = pipeline.resolve_data_dir(args.out)

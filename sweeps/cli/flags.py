@@ -20,7 +20,7 @@ import ml_collections
 
 from chinchax import atomic
 from chinchax.errors import UserError
-from chinchax.sweeps import configs
+from chinchax.sweeps import configs, console
 from chinchax.sweeps.cli import help as help_lib
 
 
@@ -98,7 +98,7 @@ def parse_config_flags(argv: list[str], prog: str, default_config: str,
   _check_loaded(config, _config_path(argv, default_config))
   if fv.workdir:
     atomic.check_backend(fv.workdir)  # gs:// without gcsfs: refused before anything compiles
-  _quiet_tfds()
+  console.quiet_tfds()
   return ConfigFlags(config, fv.workdir, fv.dry_run, fv.quiet, verbose)
 
 
@@ -196,10 +196,3 @@ def _no_none_notice(record: logging.LogRecord) -> bool:
   return "get_config() returned None" not in str(record.msg)
 
 
-def _no_custom_config_notice(record: logging.LogRecord) -> bool:
-  # TFDS announces every chinchax corpus as a "custom data configuration": noise, not news.
-  return not str(record.msg).startswith("Using custom data configuration")
-
-
-def _quiet_tfds() -> None:
-  logging.getLogger("absl").addFilter(_no_custom_config_notice)  # idempotent

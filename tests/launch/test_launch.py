@@ -16,6 +16,7 @@ import ml_collections
 import pytest
 
 from chinchax.launch import gpu, local, steps, tpu, tpu_slice
+from chinchax.sweeps.accel import hardware
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = "sweeps/configs/chin.py"
@@ -361,3 +362,14 @@ def test_dry_run_runs_nothing_and_prints_exact_lines(capsys):
   lines = [ln[4:] for ln in capsys.readouterr().out.splitlines() if ln.startswith("  $ ")]
   assert run.calls == [] and [shlex.split(ln) for ln in lines] == [
       list(s.argv) for s in _plan().steps]
+
+
+@pytest.mark.parametrize("family", list(hardware.TPU_CHIPS))
+def test_a_gcloud_type_and_its_compile_target_agree_on_hosts(family):
+  """One table of chip facts: a slice's hosts, runtime and Multislice come from it."""
+  chip = hardware.TPU_CHIPS[family]
+  for chips in (4, 8, 16, 64):
+    name = f"{chip.gcloud}-{chips * chip.cores_per_chip}"
+    accel = tpu_slice.accelerator(name)
+    assert accel.hosts == hardware.parse_target(name).hosts_per_slice, name
+    assert (accel.runtime, accel.multislice) == (chip.runtime, chip.multislice)
