@@ -93,12 +93,16 @@ def batch_divisor(mesh: Mesh, rules: Rules) -> int:
   return int(np.prod([mesh.shape[a] for a in _targets(dict(rules)["batch"])]))
 
 
-def check_batch(batch_size: int, mesh: Mesh, rules: Rules) -> None:
-  k = batch_divisor(mesh, rules)
-  if batch_size % k:
+def check_batch(batch_size: int, shards: int, grad_accum: int = 1, hint: str = "") -> None:
+  """The one answer to "does this batch split?": `grad_accum` microbatches, each over `shards`
+  data-parallel shards (`batch_divisor` of a mesh, or the data path's count of a sharding).
+  `hint`: what the caller can change, after the arithmetic."""
+  if batch_size <= 0 or batch_size % grad_accum or (batch_size // grad_accum) % shards:
+    micro = f" in {grad_accum} microbatches" if grad_accum > 1 else ""
     raise UserError(
-        f"sharding: global batch {batch_size} does not split over the {k} devices of the batch "
-        f"axes {_targets(dict(rules)['batch'])}; use a multiple of {k}")
+        f"batch {batch_size}{micro} does not split over {shards} data-parallel shard"
+        f"{'s' if shards != 1 else ''}; use a multiple of {shards * grad_accum}"
+        + (f", or {hint}" if hint else ""))
 
 
 def shardings(boxed: Any, mesh: Mesh, rules: Rules) -> Any:

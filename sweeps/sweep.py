@@ -22,7 +22,6 @@ import sys
 import jax
 import ml_collections
 
-from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
 from chinchax import atomic, killpoints
 from chinchax.errors import UserError
@@ -34,6 +33,7 @@ from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps import job as job_lib
 from chinchax.sweeps.job import Job, Outcome
 from chinchax.sweeps.train import config as run_config
+from chinchax.sweeps.train import setup
 
 DEFAULT_WORKDIR = os.path.join("runs", "smoke")
 
@@ -78,15 +78,14 @@ def check_batches(spec: spec_lib.Spec) -> None:
   if devices is None:
     return
   t = spec.config.train
-  mesh = mesh_lib.make_mesh((t.mesh.data, t.mesh.fsdp, t.mesh.tensor), devices=devices)
-  shards = sharding.batch_divisor(mesh, sharding.RULES)
+  shards = sharding.batch_divisor(setup.make_mesh(t, devices), sharding.RULES)
   for cell in spec.cells:
-    micro = cell.batch_size // t.grad_accum
-    if cell.batch_size % t.grad_accum or micro % shards:
-      raise UserError(
-          f"cell {cell.name}: batch {cell.batch_size} (grad_accum {t.grad_accum}) does "
-          f"not split over the {shards} data-parallel shards of its {len(devices)} devices; "
-          "use executor='packed' with a devices_per_cell that divides it, or set train.mesh")
+    try:
+      sharding.check_batch(cell.batch_size, shards, t.grad_accum,
+                           hint="executor='packed' with a devices_per_cell that divides it, "
+                                "or set train.mesh")
+    except UserError as e:
+      raise UserError(f"cell {cell.name} on {len(devices)} devices: {e}") from None
 
 
 def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,

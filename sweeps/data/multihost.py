@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from chinchax.errors import UserError
-from chinchax.sweeps.data import packing
+from chinchax.models import sharding as sharding_lib
 from chinchax.sweeps.data import pipeline
 
 
@@ -24,7 +24,7 @@ def batch_shards(sharding: jax.sharding.Sharding, seq_len: int) -> int:
 
 
 def check_batch(batch_size: int, sharding: jax.sharding.Sharding, seq_len: int) -> None:
-  packing.check_divisible(batch_size, batch_shards(sharding, seq_len), "data-parallel shards")
+  sharding_lib.check_batch(batch_size, batch_shards(sharding, seq_len))
 
 
 def local_rows(sharding: jax.sharding.Sharding, global_shape: tuple[int, int]) -> np.ndarray:

@@ -88,7 +88,4 @@ def step_samples(step: int, batch_size: int, rows: np.ndarray | None = None) -> 
   return step * batch_size + rows
 
 
-def check_divisible(batch_size: int, n: int, what: str) -> None:
-  if n <= 0 or batch_size % n:
-    raise UserError(f"batch_size={batch_size} is not divisible by the {n} {what}; "
-                    f"use a multiple of {n}")
+

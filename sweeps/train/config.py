@@ -118,9 +118,7 @@ def check(c: ml_collections.ConfigDict) -> None:
   for key in POSITIVE:
     if not (_is_number(c[key]) and math.isfinite(c[key]) and c[key] > 0):
       raise UserError(f"config.{key} must be positive, got {c[key]!r}")
-  if c.batch_size % c.grad_accum:
-    raise UserError(f"config.batch_size={c.batch_size} is not divisible by "
-                    f"config.grad_accum={c.grad_accum}")
+  sharding.check_batch(c.batch_size, 1, c.grad_accum, hint="another config.grad_accum")
   _check_optimizer(c.optimizer)
   if not c.model.N:  # an explicit shape: heads must divide d_model (the recipe's always do)
     model_config(c, int(c.model.vocab_size) or 1)

@@ -124,7 +124,6 @@ def build(c: ml_collections.ConfigDict, workdir: str, *, devices=None, checkpoin
   data.check_vocab(ds.tokenizer, model_cfg.shape.vocab_size)
   mesh = make_mesh(c, devices)
   batch_sharding = sharding.batch_sharding(mesh, sharding.RULES)
-  data.check_batch(c.batch_size, batch_sharding, c.seq_len)
   inputs = inputs_lib.make(c, ds, batch_sharding)
   tokens_per_step = c.batch_size * c.seq_len
   D = total_steps * tokens_per_step

@@ -36,7 +36,6 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from chinchax.models import decoder, sharding
 from chinchax.models.config import ModelConfig
 from chinchax.models.sharding import Rules
-from chinchax.errors import UserError
 
 State = dict[str, Any]
 
@@ -133,12 +132,7 @@ def make_train_step(
   """
   _, shard = state_shardings(cfg, optimizer, mesh, rules, mode)
   if global_batch_size is not None:
-    sharding.check_batch(global_batch_size, mesh, rules)
-    if global_batch_size % grad_accum or (
-        (global_batch_size // grad_accum) % sharding.batch_divisor(mesh, rules)):
-      raise UserError(
-          f"batch: {global_batch_size} rows in {grad_accum} microbatches do not split evenly "
-          f"over the {sharding.batch_divisor(mesh, rules)} data-parallel shards")
+    sharding.check_batch(global_batch_size, sharding.batch_divisor(mesh, rules), grad_accum)
   return _train_step(cfg, optimizer, mesh, _hashable(rules), mode, grad_accum)
 
 

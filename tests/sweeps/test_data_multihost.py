@@ -110,5 +110,9 @@ def test_check_batch_counts_data_parallel_shards():
   mesh = Mesh(np.array(jax.devices()), ("data",))
   assert multihost.batch_shards(NamedSharding(mesh, P("data")), 8) == jax.device_count()
   assert multihost.batch_shards(NamedSharding(mesh, P()), 8) == 1
-  with pytest.raises(UserError, match="not divisible"):
-    packing.check_divisible(10, 4, "data-parallel processes")
+  sharding = NamedSharding(mesh, P("data"))
+  with pytest.raises(UserError, match=f"does not split over {jax.device_count() + 1}"):
+    multihost.check_batch(jax.device_count() + 2, type(
+        "Wider", (), {"device_set": set(range(jax.device_count() + 1)),
+                      "shard_shape": lambda self, shape: (1, shape[1])})(), 8)
+  multihost.check_batch(2 * jax.device_count(), sharding, 8)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from chinchax.errors import UserError
+from chinchax.models import sharding
 from chinchax.sweeps.data import packing
 from chinchax.sweeps.data import pipeline
 from chinchax.sweeps.data import tokenizers
@@ -77,8 +78,13 @@ def test_rows_of_two_processes_assemble_the_global_batch():
 
 
 def test_indivisible_batch_is_refused():
-  with pytest.raises(UserError, match="not divisible by the 3"):
-    packing.check_divisible(8, 3, "data-parallel processes")
+  """One function decides whether a batch splits (models/sharding.py); its arithmetic."""
+  with pytest.raises(UserError, match="batch 8 does not split over 3 data-parallel shards; use a multiple of 3"):
+    sharding.check_batch(8, 3)
+  with pytest.raises(UserError, match="in 2 microbatches .* use a multiple of 8"):
+    sharding.check_batch(12, 4, grad_accum=2)
+  sharding.check_batch(16, 4, grad_accum=2)
+  sharding.check_batch(12, 3, grad_accum=4)
 
 
 def test_eval_batches_are_fixed_and_in_order():
