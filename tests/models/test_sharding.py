@@ -94,7 +94,7 @@ def test_state_saved_under_one_mesh_restores_under_another(measured):
 
 @pytest.mark.parametrize("case, match", [
     ("tensor_splits_heads_unevenly", r"params\['layers'\]\['attn'\]\['w_k'\] has a dimension of 4 that mesh axes \('tensor',\) \(8 devices\)"),
-    ("batch_not_divisible", "global batch 12 does not split over the 8 devices"),
+    ("batch_not_divisible", "batch 12 does not split over 8 data-parallel shards"),
     ("mesh_of_7", "has 7 devices but the job has 8"),
 ])
 @pytest.mark.slow

@@ -103,7 +103,7 @@ def test_global_batch_on_four_devices_and_indivisible_batch():
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                        timeout=120)
   assert out.returncode == 0, out.stderr[-2000:]
-  assert "refused: batch_size=6 is not divisible by the 4 data-parallel shards" in out.stdout
+  assert "refused: batch 6 does not split over 4 data-parallel shards" in out.stdout
 
 
 def test_check_batch_counts_data_parallel_shards():

@@ -86,7 +86,7 @@ def test_batch_not_divisible_by_data_parallel_devices(tmp_path, data_dir):
   p = tu.run(tu.tiny_args(workdir, data_dir, "--config.batch_size=12"), env)
   assert p.returncode == 2, p.stderr
   assert p.stderr.count("\n") == 1, p.stderr
-  assert "batch_size=12 is not divisible by the 8 data-parallel shards" in p.stderr
+  assert "batch 12 does not split over 8 data-parallel shards" in p.stderr
   assert p.stdout == "" and not workdir.exists()
 
 
