@@ -84,46 +84,6 @@ class Cell:
     return c
 
 
-def base_config(train: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """A sweep config with every key at its default; `train` is the config each cell copies.
-
-  The sweep configs in sweeps/configs/ start from this and set what differs.
-  """
-  c = ml_collections.ConfigDict()
-  c.name = "sweep"
-  c.budgets = ()             # compute budgets C in FLOPs, one IsoFLOP group each
-  c.flops = "6ND"            # the convention the budgets are spent in: 6ND | chinchilla
-  c.prior = "preset:hoffmann2022"  # N*(C): preset:NAME | tokens_per_param:R | law.json path
-  c.n_per_budget = 5         # sizes per budget, log-spaced over ±span decades around N*(C)
-  c.span = 0.5
-  c.sizes = ()               # explicit sizes instead: one flat list, or one list per budget
-  # Approach 1: sizes × tokens_per_param; schedule 'wsd' trains each size once with cooldown
-  # branches at those D (sweeps/wsd.py) instead of one cosine run per D.
-  c.fixed_n = ml_collections.ConfigDict(dict(sizes=(), tokens_per_param=(), schedule="cosine"))
-  # IsoFLOP cells: 'cosine', one run per cell; 'wsd', one run per shape and batch with a
-  # cooldown branch at each of its budgets' D (sweeps/spec.py; give a fixed batch rule, or the
-  # budgets of one size get batches of their own and so runs of their own).
-  c.schedule = "cosine"
-  c.min_steps = 100          # fewer planned steps: the cell is refused
-  c.allow_repeats = False    # False: refuse cells whose D exceeds the corpus's unique tokens
-  c.vocab_size = 258         # the tokenizer's vocabulary (shapes and N depend on it)
-  c.recipe = ml_collections.ConfigDict(dataclasses.asdict(recipe_lib.Recipe()))
-  c.train = train
-  # Where the cells run (sweeps/executors.py) and how the fit is done.
-  c.executor = "local"       # local | packed | ray
-  c.devices_per_cell = 1     # packed: devices of each cell's sub-mesh
-  c.cpu_devices = 0          # a CPU host split into this many jax devices (0: jax's one)
-  c.ray_address = ""         # ray: the cluster to join; empty starts a local one
-  c.ray_num_cpus = 1.0       # ray: resources each cell's task holds
-  c.ray_num_gpus = 0.0
-  c.ray_tpus = 0
-  c.bootstrap = 1000         # resamples of the fit's intervals (0: none)
-  # The TPU slice the sweep is for ("v5p:2x2x4"; empty: none): what `--dry-run` times cells on
-  # and `--dry-run --compile` compiles for (sweeps/dry_run.py).
-  c.target = ""
-  return c
-
-
 # --------------------------------------------------------------------------- the grid
 
 

@@ -32,6 +32,7 @@ import math
 import ml_collections
 
 from chinchax.errors import UserError
+from chinchax.sweeps.configs import sweep as sweep_config
 
 LR_RULES = ("size", "deepseek", "fixed")
 BATCH_RULES = ("deepseek", "fixed")
@@ -39,18 +40,20 @@ BATCH_RULES = ("deepseek", "fixed")
 
 @dataclasses.dataclass(frozen=True)
 class Recipe:
-  lr_rule: str = "size"
-  lr_ref: float = 6e-4
-  lr_N_ref: float = 1.25e8
-  lr_exponent: float = 1 / 3
-  lr_max: float = 1e-2
-  peak_lr: float = 3e-3           # lr_rule='fixed'
-  batch_rule: str = "deepseek"
-  batch_tokens: int = 0           # batch_rule='fixed'
-  batch_multiple: int = 1         # sequences per batch are a multiple of this
-  warmup_fraction: float = 0.05
-  min_d_model: int = 32
-  min_layers: int = 1
+  """Each cell's peak LR and batch, and the shape recipe's floor (the `recipe.` keys of
+  sweeps/configs/sweep.py, which hold their defaults and meanings)."""
+  lr_rule: str
+  lr_ref: float
+  lr_N_ref: float
+  lr_exponent: float
+  lr_max: float
+  peak_lr: float                  # lr_rule='fixed'
+  batch_rule: str
+  batch_tokens: int               # batch_rule='fixed'
+  batch_multiple: int             # sequences per batch are a multiple of this
+  warmup_fraction: float
+  min_d_model: int
+  min_layers: int
 
   def validate(self) -> "Recipe":
     if self.lr_rule not in LR_RULES:
@@ -113,7 +116,8 @@ class Recipe:
 
 def from_config(cfg: ml_collections.ConfigDict | dict | None) -> Recipe:
   """The recipe of a sweep config's `recipe` block (missing keys keep their defaults)."""
-  values = cfg.to_dict() if hasattr(cfg, "to_dict") else dict(cfg or {})
+  values = {**sweep_config.RECIPE,
+            **(cfg.to_dict() if hasattr(cfg, "to_dict") else dict(cfg or {}))}
   known = {f.name for f in dataclasses.fields(Recipe)}
   unknown = sorted(set(values) - known)
   if unknown:

@@ -14,6 +14,7 @@ import os
 import ml_collections
 
 from chinchax.errors import UserError
+from chinchax.sweeps.configs import sweep as sweep_config
 from chinchax.sweeps import grid, job as job_lib, wsd
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.train import config as run_config
@@ -104,12 +105,12 @@ def _with_cells(spec: Spec, cells, refusals) -> Spec:
 
 
 def resolve(config: ml_collections.ConfigDict, workdir: str, shape_fn=None) -> Spec:
-  """The sweep `config` (from `grid.base_config`) decided; UserError if nothing can run."""
-  missing = run_config.missing_keys(config, grid.base_config(train_config.get_config()))
+  """The sweep `config` (from `sweep_config.base_config`) decided; UserError if nothing can run."""
+  missing = run_config.missing_keys(config, sweep_config.base_config(train_config.get_config()))
   if missing:
     raise UserError(f"the sweep config lacks {', '.join(missing)}; start it from "
                     "sweeps/grid.py's base_config()")
-  unknown = run_config.unknown_keys(config, grid.base_config(train_config.get_config()))
+  unknown = run_config.unknown_keys(config, sweep_config.base_config(train_config.get_config()))
   if unknown:
     raise UserError(f"the sweep config has no key {', '.join(unknown)}; check the spelling "
                     "against sweeps/grid.py's base_config()")

@@ -92,7 +92,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
           quiet: bool = False, verbose: bool = False, stop=None) -> Result:
   """Trains every cell of the sweep `config` not done yet in `workdir`, then fits and reports.
 
-  `config`: a sweep config (`grid.base_config`, e.g. `sweeps/configs/smoke.py`'s). `stop`: a
+  `config`: a sweep config (`sweep_config.base_config`, e.g. `sweeps/configs/smoke.py`'s). `stop`: a
   flag object (`checkpoint.StopFlag`); without one, SIGTERM and SIGINT stop the sweep while it
   runs (finished cells are kept: rerun to resume). The console: one line per cell
   (sweeps/progress.py), with a bar in place on a terminal unless `quiet`; `verbose` adds each

@@ -1,6 +1,6 @@
 """`--help` of the config-driven subcommands (`chinchax sweep`, `chinchax train`): the command's
 own text, its flags, the named configs and every key of the chosen config with its default
-and one-line meaning (sweeps/configs/keys.py).
+and one-line meaning, from the keys' declarations (sweeps/configs/train.py, sweep.py).
 """
 
 import importlib.util
@@ -10,6 +10,8 @@ import ml_collections
 from chinchax.errors import UserError
 from chinchax.sweeps import configs
 from chinchax.sweeps.configs import keys
+from chinchax.sweeps.configs import sweep as sweep_config
+from chinchax.sweeps.configs import train as train_config
 
 FLAGS = (
     ("--config=NAME|PATH[:ARG]", "a named config (below) or a config file; ARG picks a preset"),
@@ -76,11 +78,20 @@ def render(prog: str, doc: str, config_arg: str, default_workdir: str | None,
     lines[-len(FLAGS) + 2] += f" (default {default_workdir})"
   lines += ["", "named configs (--config=NAME):", configs.listing(), "",
             f"{prog} config keys of --config={shown or config_arg} (override with --config.KEY=VALUE):"]
-  rows = [(k, _value(v), keys.meaning(k, sweep) or "") for k, v in flat(config)]
+  rows = [(k, _value(v), meaning(k, sweep) or "") for k, v in flat(config)]
   wk = max(len(k) for k, _, _ in rows)
   wv = min(max(len(v) for _, v, _ in rows), 24)
   lines += [f"  {k:<{wk}}  {v:<{wv}}  {m}".rstrip() for k, v, m in rows]
   return "\n".join(lines)
+
+
+TRAIN = keys.meanings(train_config.KEYS)
+SWEEP = {**keys.meanings(sweep_config.KEYS), **keys.meanings(train_config.KEYS, "train.")}
+
+
+def meaning(key: str, sweep: bool) -> str | None:
+  """The one-line meaning of `key` in a sweep (or train) config, as its declaration gives it."""
+  return (SWEEP if sweep else TRAIN).get(key)
 
 
 def wants_help(argv: list[str]) -> bool:

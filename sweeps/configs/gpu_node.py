@@ -34,7 +34,7 @@ equal shard per GPU). Aim a second, larger sweep with `--config.prior=/path/to/l
 
 import ml_collections
 
-from chinchax.sweeps import grid
+from chinchax.sweeps.configs import sweep as sweep_config
 from chinchax.sweeps.configs import train
 
 
@@ -49,7 +49,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   t.checkpoint.update(every_steps=2000, every_minutes=30.0, keep=2)
   t.mesh.update(data=-1, fsdp=1, tensor=1)
 
-  c = grid.base_config(t)
+  c = sweep_config.base_config(t)
   c.name = "c4-gpu-node"
   c.budgets = (1e17, 3e17, 1e18, 3e18, 1e19)
   c.prior = "preset:hoffmann2022"

@@ -88,7 +88,7 @@ how large that bias would be).
 
 import ml_collections
 
-from chinchax.sweeps import grid
+from chinchax.sweeps.configs import sweep as sweep_config
 from chinchax.sweeps.configs import train
 
 # The shape recipe's own shapes at d_model = 16, 24, ..., 80: two layers, head_dim 8, d_ff the
@@ -112,7 +112,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   t.eval_every, t.eval_tokens, t.log_every = 2000, 32768, 200
   t.checkpoint.update(every_steps=2000, every_minutes=5.0, keep=1)
 
-  c = grid.base_config(t)
+  c = sweep_config.base_config(t)
   c.name = "smoke"
   c.budgets = BUDGETS
   c.sizes = SIZES

@@ -21,7 +21,7 @@ not a meaningful law.
 
 import ml_collections
 
-from chinchax.sweeps import grid
+from chinchax.sweeps.configs import sweep as sweep_config
 from chinchax.sweeps.configs import train
 
 
@@ -33,7 +33,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   t.eval_every, t.eval_tokens, t.log_every = 200, 4096, 50
   t.checkpoint.update(every_steps=200, every_minutes=5.0, keep=1)
 
-  c = grid.base_config(t)
+  c = sweep_config.base_config(t)
   c.name = "tiny"
   c.budgets = (2.5e11, 5e11)
   c.prior = "tokens_per_param:20"

@@ -26,64 +26,90 @@ ARG picks a preset: `cpu` (default: 0.49M parameters, 1.6M tokens, 2-4 minutes o
 
 import ml_collections
 
+from chinchax.sweeps.configs import keys
+
+K = keys.Key
+
+# Every key of a train config: its default and its meaning, declared once here (`--help` prints
+# them; a sweep config holds them under `train.`). Checked by sweeps/train/config.py.
+KEYS = (
+    K("seed", 0, "seed of the initialisation and the data order"),
+    K("name", "train", "the run's name in its records"),
+    # Model: an explicit shape, or `N` (a target parameter count) for the shape recipe.
+    K("model.N", 0, "a target parameter count for the shape recipe (0: the explicit shape below)"),
+    K("model.d_model", 128, "width of the residual stream"),
+    K("model.n_layers", 2, "decoder blocks"),
+    K("model.n_heads", 4, "attention heads (head_dim = d_model / n_heads)"),
+    K("model.d_ff", 384, "hidden width of the MLP"),
+    K("model.vocab_size", 0, "0 takes the tokenizer's; any other value must equal it "
+      "(checked before compute)"),
+    K("model.tied", False, "tie the output head to the embedding"),
+    K("model.compute_dtype", "float32", "float32 | bfloat16: activations and matmuls"),
+    K("model.param_dtype", "float32", "float32 | bfloat16: stored parameters"),
+    K("model.remat", "none", "rematerialisation of the blocks: none | minimal | full"),
+    K("model.z_loss", 0.0, "weight of the log-partition penalty (0: off)"),
+    K("data.name", "stdlib", "stdlib, or a TFDS dataset prepared in array_record form under "
+      "data_dir"),
+    K("data.corpus", "", "a directory or glob of text files; when set, wins over name"),
+    K("data.data_dir", "", "the TFDS data dir (default $TFDS_DATA_DIR)"),
+    K("data.text_key", "text", "the text field of the dataset's records"),
+    K("data.tokenizer", "bytes", "bytes | spm"),
+    K("data.spm_model", "", "the SentencePiece model file (tokenizer=spm); needed on every host"),
+    K("data.unique_tokens_cap", 0, "U: train on the first U tokens only (0: the whole split)"),
+    # A curriculum over several sources (sweeps/data/mixture.py).
+    K("data.mixture.sources", (), "curriculum sources (corpus, stdlib or TFDS name); empty: off"),
+    K("data.mixture.weights", (), "one weight tuple per stage, or (start, end) for "
+      "linear/cosine"),
+    K("data.mixture.kind", "stages", "stages | linear | cosine"),
+    K("data.mixture.boundaries", (0.0,), "where each stage starts, as a fraction of training"),
+    K("seq_len", 128, "tokens per sequence"),
+    K("batch_size", 32, "sequences per optimizer step"),
+    # Sequence-length warmup (sweeps/data/seqlen.py), at constant tokens per batch.
+    K("seq_len_start", 0, "sequence-length warmup: the first length (0: off)"),
+    K("seq_len_warmup_fraction", 0.1, "fraction of steps over which the length doubles up to "
+      "seq_len"),
+    K("grad_accum", 1, "microbatches per step; the batch is split when it does not fit"),
+    K("tokens", 1.6e6, "D: training tokens; steps = ceil(D / (batch_size * seq_len))"),
+    K("optimizer.peak_lr", 3e-3, "the learning rate after warmup"),
+    K("optimizer.warmup_steps", 40, "linear warmup steps"),
+    K("optimizer.final_lr_ratio", 0.1, "the last learning rate as a fraction of the peak"),
+    K("optimizer.schedule", "cosine", "cosine | wsd | constant: the schedule after warmup"),
+    K("optimizer.decay_fraction", 0.2, "wsd: the fraction of steps spent decaying"),
+    K("optimizer.b1", 0.9, "AdamW first-moment decay"),
+    K("optimizer.b2", 0.95, "AdamW second-moment decay"),
+    K("optimizer.eps", 1e-8, "AdamW epsilon"),
+    K("optimizer.weight_decay", 0.1, "decoupled weight decay"),
+    K("optimizer.clip_norm", 1.0, "global gradient-norm clip"),
+    K("eval_every", 100, "steps between held-out evals"),
+    K("eval_tokens", 65536, "the fixed held-out slice the reported loss is averaged over"),
+    K("log_every", 20, "steps between metrics rows (and progress updates)"),
+    K("spike_factor", 4.0, "fail when the loss exceeds this x its running mean (after warmup)"),
+    K("checkpoint.every_steps", 200, "save every this many steps"),
+    K("checkpoint.every_minutes", 10.0, "and at least this often"),
+    K("checkpoint.keep", 2, "checkpoints kept"),
+    K("checkpoint.keep_best", False, "also keep the lowest-eval checkpoint in checkpoints_best/"),
+    # Early stopping (sweeps/train/early_stop.py); not for sweep cells.
+    K("early_stop.patience", 0, "evals without improvement before stopping (0: off)"),
+    K("early_stop.min_rel_improvement", 0.0, "the relative improvement that counts"),
+    K("mesh.data", -1, "data-parallel axis size (-1: the devices left over)"),
+    K("mesh.fsdp", 1, "fully-sharded axis size"),
+    K("mesh.tensor", 1, "tensor-parallel axis size"),
+    K("sharding", "fsdp", "fsdp (params, grads, optimizer state sharded) | shard_grad_op"),
+    K("budget", 0.0, "the nominal C of a sweep cell (0: not part of a sweep)"),
+    # Warmup-stable-decay with cooldown branches (sweeps/wsd.py): a non-empty `branches` makes
+    # `chinchax train` run one constant-LR run plus one short decay per D_i.
+    K("wsd.branches", (), "token counts D_i of cooldown branches (non-empty: a WSD run)"),
+    K("wsd.decay_fraction", 0.2, "each branch decays over this fraction of its steps"),
+    K("wsd.budgets", (), "the nominal C of each branch (a sweep's IsoFLOP cells; set by the "
+      "sweep)"),
+    K("wsd.save_steps", (), "set by sweeps/wsd.py"),
+    K("init_from", "", "a checkpoint folder to start from when the run has none of its own"),
+    K("branch_of", "", "the run this one branches off (recorded in result.json)"),
+)
+
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-  c = ml_collections.ConfigDict()
-  c.seed = 0
-  c.name = "train"
-
-  # Model: an explicit shape, or `N` (a target parameter count) for the shape recipe.
-  # vocab_size 0 takes the tokenizer's; any other value must equal it (checked before compute).
-  c.model = ml_collections.ConfigDict(dict(
-      N=0, d_model=128, n_layers=2, n_heads=4, d_ff=384, vocab_size=0, tied=False,
-      compute_dtype="float32", param_dtype="float32", remat="none", z_loss=0.0))
-
-  # corpus (a directory or glob of text files), when set, wins over name (stdlib or a TFDS
-  # dataset prepared in array_record form under data_dir).
-  c.data = ml_collections.ConfigDict(dict(
-      name="stdlib", corpus="", data_dir="", text_key="text", tokenizer="bytes", spm_model="",
-      unique_tokens_cap=0))  # U: train on the first U tokens only (0: the whole split)
-  # A curriculum over several sources (sweeps/data/mixture.py); empty `sources`: off. Each
-  # source is a corpus path/glob, "stdlib" or a prepared TFDS name; `weights` holds one tuple
-  # per stage (kind=stages, starting at `boundaries`) or (start, end) for linear/cosine.
-  c.data.mixture = ml_collections.ConfigDict(dict(
-      sources=(), weights=(), kind="stages", boundaries=(0.0,)))
-  c.seq_len = 128
-  c.batch_size = 32
-  # Sequence-length warmup (sweeps/data/seqlen.py): start at seq_len_start (0: off) and double
-  # up to seq_len over the first seq_len_warmup_fraction of steps, at constant tokens per batch.
-  c.seq_len_start = 0
-  c.seq_len_warmup_fraction = 0.1
-  c.grad_accum = 1       # microbatches per step; the batch is split when it does not fit
-  c.tokens = 1.6e6       # D: training tokens; steps = ceil(D / (batch_size * seq_len))
-
-  c.optimizer = ml_collections.ConfigDict(dict(
-      peak_lr=3e-3, warmup_steps=40, final_lr_ratio=0.1, schedule="cosine",
-      decay_fraction=0.2, b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.1, clip_norm=1.0))
-
-  c.eval_every = 100
-  c.eval_tokens = 65536  # the fixed held-out slice the reported loss is averaged over
-  c.log_every = 20
-  c.spike_factor = 4.0   # fail when the loss exceeds this × its running mean (after warmup)
-
-  c.checkpoint = ml_collections.ConfigDict(dict(every_steps=200, every_minutes=10.0, keep=2,
-                                                keep_best=False))  # checkpoints_best/: lowest eval
-  # Stop when `patience` evals in a row fail to improve the best eval loss by the relative
-  # `min_rel_improvement` (sweeps/train/early_stop.py); 0 turns it off. Not for sweep cells.
-  c.early_stop = ml_collections.ConfigDict(dict(patience=0, min_rel_improvement=0.0))
-  c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, tensor=1))
-  c.sharding = "fsdp"    # fsdp (params, grads, optimizer state sharded) | shard_grad_op
-  c.budget = 0.0         # the nominal C of a sweep cell (0: not part of a sweep)
-
-  # Warmup-stable-decay with cooldown branches (sweeps/wsd.py): a non-empty `branches`
-  # (token counts D_i) makes `chinchax train` run one constant-LR run plus one short decay per
-  # D_i, each decaying over its last `decay_fraction` of steps. `budgets`: the nominal C of
-  # each branch in a sweep's IsoFLOP design (empty: none). `save_steps` is set by wsd.py.
-  c.wsd = ml_collections.ConfigDict(dict(branches=(), decay_fraction=0.2, budgets=(),
-                                         save_steps=()))
-  c.init_from = ""       # a checkpoint folder to start from when the run has none of its own
-  c.branch_of = ""       # the run this one branches off (recorded in result.json)
-
+  c = keys.config(KEYS)
   if arg in (None, "", "cpu"):
     pass
   elif arg == "tiny":

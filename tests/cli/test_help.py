@@ -12,6 +12,8 @@ from chinchax.sweeps import cli, configs
 from chinchax.sweeps.cli import flags
 from chinchax.sweeps.cli import help as help_lib
 from chinchax.sweeps.configs import keys
+from chinchax.sweeps.configs import sweep as sweep_config
+from chinchax.sweeps.configs import train as train_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -39,7 +41,7 @@ def test_config_commands_list_every_key_with_default_and_meaning(capsys):
   smoke = help_lib.load(configs.path("smoke"))
   for key, value in help_lib.flat(smoke):
     assert key in rows, key
-    assert keys.meaning(key, sweep=True) in rows[key]
+    assert help_lib.meaning(key, sweep=True) in rows[key]
   # The defaults, as an override would be typed.
   assert "(" + ", ".join(f"{b:g}" for b in smoke.budgets) + ")" in rows["budgets"]
   assert "(default runs/smoke)" in out
@@ -54,8 +56,8 @@ def test_config_commands_list_every_key_with_default_and_meaning(capsys):
 def test_every_key_of_every_named_config_has_a_meaning(name):
   c = help_lib.load(configs.path(name))
   sweep = "train" in c
-  missing = [k for k, _ in help_lib.flat(c) if keys.meaning(k, sweep) is None]
-  assert not missing, f"{name}: add these to sweeps/configs/keys.py: {missing}"
+  missing = [k for k, _ in help_lib.flat(c) if help_lib.meaning(k, sweep) is None]
+  assert not missing, f"{name}: declare these in sweeps/configs/train.py or sweep.py: {missing}"
 
 
 def test_version(capsys):
@@ -141,3 +143,21 @@ def test_convention_flags_are_named_as_in_fit(capsys, tmp_path):
   assert rc == 0 and "parameters N*" in out
   rc, _, err = run(capsys, "fit", "x.csv", "--flops=6ND")
   assert rc == 2 and "--flops-convention" in err  # --flops is a budget, in plan
+
+
+@pytest.mark.parametrize("declared", [train_config.KEYS, sweep_config.KEYS])
+def test_each_key_is_declared_once_and_the_config_holds_exactly_the_declared_keys(declared):
+  names = [k.name for k in declared]
+  assert len(names) == len(set(names)), [n for n in names if names.count(n) > 1]
+  built = dict(help_lib.flat(keys.config(declared)))
+  assert sorted(built) == sorted(names)
+  assert all(built[k.name] == k.default for k in declared)
+  assert all(k.meaning.strip() for k in declared)
+
+
+def test_the_configs_are_built_from_the_declarations():
+  assert dict(help_lib.flat(train_config.get_config())) == {
+      k.name: k.default for k in train_config.KEYS}
+  base = sweep_config.base_config(train_config.get_config())
+  assert {k for k, _ in help_lib.flat(base)} == {k.name for k in sweep_config.KEYS} | {
+      "train." + k.name for k in train_config.KEYS}

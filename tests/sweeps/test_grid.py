@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from chinchax.scaling import conventions
+from chinchax.sweeps.configs import sweep as sweep_config
 from chinchax.scaling import law as law_lib
 from chinchax.scaling.conventions import Shape
 from chinchax.errors import UserError
@@ -48,7 +49,7 @@ def train_cfg():
 
 
 def sweep_cfg(**kw):
-  c = grid.base_config(train_cfg())
+  c = sweep_config.base_config(train_cfg())
   c.budgets = (1e14, 1e15)
   c.prior = "tokens_per_param:20"
   c.n_per_budget = 5
@@ -254,14 +255,14 @@ def test_train_config_is_the_cell():
 
 
 def test_recipe_closed_forms():
-  r = recipe_lib.Recipe()
+  r = recipe_lib.from_config({})
   assert r.lr(1.25e8, 1e20) == pytest.approx(6e-4)
   assert r.lr(1e6, 1.0) / r.lr(8e6, 1.0) == pytest.approx(2.0)  # N^(-1/3)
   assert r.lr(10.0, 1.0) == r.lr_max
-  d = recipe_lib.Recipe(lr_rule="deepseek")
+  d = recipe_lib.from_config({"lr_rule": "deepseek"})
   assert d.lr(1.0, 1e18) == pytest.approx(0.3118 * 1e18**-0.125)
   assert r.ideal_batch_tokens(1e18) == pytest.approx(0.2920 * 1e18**0.3271)
-  big = recipe_lib.Recipe(batch_multiple=8)
+  big = recipe_lib.from_config({"batch_multiple": 8})
   B = big.batch_size(1e18, 1e12, 2048, min_steps=10)
   assert B % 8 == 0 and abs(B * 2048 - 0.2920 * 1e18**0.3271) <= 4 * 2048
   # Shrunk to keep min_steps when D is small, never below one multiple.

@@ -1,0 +1,73 @@
+"""Every key of a sweep config, with its default and its meaning, declared once; `base_config`
+builds the config every sweep config in this folder starts from.
+
+    from chinchax.sweeps.configs import sweep, train
+    c = sweep.base_config(train.get_config())   # then set what differs
+
+`train` is the train config each cell copies (sweeps/configs/train.py declares its keys; a
+sweep lists them under `train.`). The grid reads the keys (sweeps/grid.py, checked by
+sweeps/grid_checks.py; the recipe's by sweeps/recipe.py), the executors theirs
+(sweeps/executors.py).
+"""
+
+import ml_collections
+
+from chinchax.sweeps.configs import keys
+
+K = keys.Key
+
+KEYS = (
+    K("name", "sweep", "the sweep's name"),
+    K("budgets", (), "compute budgets C in FLOPs, one IsoFLOP group each"),
+    K("flops", "6ND", "the convention the budgets are spent in: 6ND | chinchilla"),
+    K("prior", "preset:hoffmann2022",
+      "N*(C) the sizes centre on: preset:NAME | tokens_per_param:R | law.json path"),
+    K("n_per_budget", 5, "sizes per budget, log-spaced over +-span decades around N*(C)"),
+    K("span", 0.5, "decades either side of N*(C)"),
+    K("sizes", (), "explicit sizes instead: one flat list, or one list per budget"),
+    K("fixed_n.sizes", (), "Approach 1: model sizes trained at several D"),
+    K("fixed_n.tokens_per_param", (), "Approach 1: the D/N ratios of each size"),
+    K("fixed_n.schedule", "cosine", "cosine (one run per D) | wsd (one run, cooldown branches)"),
+    K("schedule", "cosine",
+      "cosine (one run per IsoFLOP cell) | wsd (one WSD run per shape and batch, a cooldown "
+      "branch at each budget's D; give a fixed batch rule, or the budgets of one size get "
+      "batches of their own and so runs of their own)"),
+    K("min_steps", 100, "cells with fewer planned steps are refused"),
+    K("allow_repeats", False, "False: refuse cells whose D exceeds the corpus's unique tokens"),
+    K("vocab_size", 258, "the tokenizer's vocabulary (shapes and N depend on it)"),
+    # Each cell's peak LR and batch (sweeps/recipe.py) and the shape recipe's floor.
+    K("recipe.lr_rule", "size", "size (peak LR from N) | deepseek (from C) | fixed"),
+    K("recipe.lr_ref", 6e-4, "size rule: the peak LR at lr_N_ref"),
+    K("recipe.lr_N_ref", 1.25e8, "size rule: the reference N"),
+    K("recipe.lr_exponent", 1 / 3, "size rule: LR ∝ (N / lr_N_ref)^-lr_exponent"),
+    K("recipe.lr_max", 1e-2, "size rule: the LR cap"),
+    K("recipe.peak_lr", 3e-3, "fixed rule: the peak LR of every cell"),
+    K("recipe.batch_rule", "deepseek", "deepseek (batch from C) | fixed"),
+    K("recipe.batch_tokens", 0, "fixed rule: tokens per batch"),
+    K("recipe.batch_multiple", 1, "sequences per batch are a multiple of this"),
+    K("recipe.warmup_fraction", 0.05, "warmup steps as a fraction of each cell's steps"),
+    K("recipe.min_d_model", 32, "the smallest width the shape recipe uses"),
+    K("recipe.min_layers", 1, "the fewest layers the shape recipe uses"),
+    # Where the cells run (sweeps/executors.py) and how the fit is done.
+    K("executor", "local", "where cells run: local | packed | ray"),
+    K("devices_per_cell", 1, "packed: devices of each cell's sub-mesh"),
+    K("cpu_devices", 0, "a CPU host split into this many jax devices, so that the packed "
+      "executor runs that many cells at once (0: jax's default of one; no effect on "
+      "accelerators)"),
+    K("ray_address", "", "ray: the cluster to join; empty starts a local one"),
+    K("ray_num_cpus", 1.0, "ray: CPUs each cell's task holds"),
+    K("ray_num_gpus", 0.0, "ray: GPUs each cell's task holds"),
+    K("ray_tpus", 0, "ray: TPU chips each cell's task holds"),
+    K("bootstrap", 1000, "resamples of the fit's intervals (0: none)"),
+    K("target", "", "the TPU slice the dry run compiles for (--compile), or a GPU node "
+      "(h100:8) whose peak prices the dry run's time column"),
+)
+
+RECIPE = {k.name[len("recipe."):]: k.default for k in KEYS if k.name.startswith("recipe.")}
+
+
+def base_config(train: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """A sweep config with every key at its default; `train` is the config each cell copies."""
+  c = keys.config(KEYS)
+  c.train = train
+  return c
