@@ -109,11 +109,11 @@ def resolve(config: ml_collections.ConfigDict, workdir: str, shape_fn=None) -> S
   missing = run_config.missing_keys(config, sweep_config.base_config(train_config.get_config()))
   if missing:
     raise UserError(f"the sweep config lacks {', '.join(missing)}; start it from "
-                    "sweeps/grid.py's base_config()")
+                    "sweeps/configs/sweep.py's base_config()")
   unknown = run_config.unknown_keys(config, sweep_config.base_config(train_config.get_config()))
   if unknown:
     raise UserError(f"the sweep config has no key {', '.join(unknown)}; check the spelling "
-                    "against sweeps/grid.py's base_config()")
+                    "against sweeps/configs/sweep.py's base_config()")
   c = ml_collections.ConfigDict(config.to_dict())  # a copy: the caller's stays as it was
   if not (isinstance(c.bootstrap, int) and c.bootstrap >= 0):
     raise UserError(f"bootstrap={c.bootstrap!r} must be an integer >= 0")
