@@ -93,7 +93,8 @@ def _num(x: float) -> str:
   return mant + (f"e{int(exp)}" if exp else "")
 
 
-def _shape_tag(s: Shape) -> str:
+def shape_tag(s: Shape) -> str:
+  """`d64L2H2F256`: what tells two cells of one N apart in their names."""
   return f"d{s.d_model}L{s.n_layers}H{s.n_heads}F{s.d_ff}"
 
 
@@ -149,7 +150,7 @@ def _named(group: list[_Target]) -> list[_Target]:
       key = (t.shape, t.ratio)
       if key in seen:
         t = dataclasses.replace(t, name=_name(t, None)[0], reason=(
-            f"duplicate shape: N≈{t.N_target:.3g} maps to {_shape_tag(t.shape)}, already "
+            f"duplicate shape: N≈{t.N_target:.3g} maps to {shape_tag(t.shape)}, already "
             f"the shape of N≈{seen[key]:.3g} here; widen the span or use fewer sizes"))
       else:
         seen[key] = t.N_target
@@ -158,8 +159,8 @@ def _named(group: list[_Target]) -> list[_Target]:
   for t in out:
     if not t.reason:
       counts[t.name] = counts.get(t.name, 0) + 1
-  return [dataclasses.replace(t, name=f"{t.name}-{_shape_tag(t.shape)}",
-                              series=t.series and f"{t.series}-{_shape_tag(t.shape)}")
+  return [dataclasses.replace(t, name=f"{t.name}-{shape_tag(t.shape)}",
+                              series=t.series and f"{t.series}-{shape_tag(t.shape)}")
           if not t.reason and counts[t.name] > 1 else t for t in out]
 
 

@@ -60,25 +60,14 @@ def jobs_for(cells, c: ml_collections.ConfigDict, workdir: str) -> tuple[job_lib
   """One job per cell; with `fixed_n.schedule='wsd'` one WSD job per fixed size instead,
   whose cooldown branches at the series' D values become the rows of runs.jsonl (Hägele et
   al. 2024: one long run and k short decays cost less than k cosine runs). With
-  `schedule='wsd'` likewise one WSD job per IsoFLOP shape and batch, named
-  `C-N<N>-wsd` (with its shape when two shapes share a name), a branch at each budget's D:
-  its warmup is the shortest cell's, so that every branch decays after it."""
-  jobs, series = [], {}
-  for cell in cells:
-    if c.fixed_n.schedule == "wsd" and not cell.isoflop:
-      series.setdefault(cell.series, []).append(cell)
-      continue
-    if c.schedule == "wsd" and cell.isoflop:
-      key = (cell.shape, cell.batch_size, cell.seq_len, cell.peak_lr)
-      series.setdefault(key, []).append(cell)
-      continue
-    jobs.append(job_lib.Job(name=cell.name, config=cell.train_config(c),
-                            workdir=os.path.join(workdir, cell.name), shape=cell.shape,
-                            D=cell.D, budget=cell.budget if cell.isoflop else None))
-  names = [_series_name(key, group) for key, group in series.items()]
-  for (key, group), name in zip(series.items(), names):
-    if names.count(name) > 1:
-      name = f"{name}-{grid._shape_tag(group[0].shape)}-B{group[0].batch_size}"  # pylint: disable=protected-access
+  `schedule='wsd'` likewise one WSD job per IsoFLOP shape and batch, a branch at each
+  budget's D: its warmup is the shortest cell's, so that every branch decays after it. Which
+  cells form a WSD job, and its name, is `wsd.series`'s to say."""
+  single, series = wsd.series(cells, c)
+  jobs = [job_lib.Job(name=cell.name, config=cell.train_config(c),
+                      workdir=os.path.join(workdir, cell.name), shape=cell.shape, D=cell.D,
+                      budget=cell.budget if cell.isoflop else None) for cell in single]
+  for name, group in series:
     longest = max(group, key=lambda cell: cell.D)
     isoflop = group[0].isoflop
     cfg = wsd.job_config(name, longest.train_config(c), [cell.D for cell in group],
@@ -87,13 +76,6 @@ def jobs_for(cells, c: ml_collections.ConfigDict, workdir: str) -> tuple[job_lib
     jobs.append(job_lib.Job(name=cfg.name, config=cfg, workdir=os.path.join(workdir, cfg.name),
                             shape=longest.shape, D=longest.D, budget=None))
   return tuple(jobs)
-
-
-def _series_name(key, group) -> str:
-  """A fixed-N series keeps its name; the IsoFLOP cells of one shape are `C-N<N>`."""
-  if isinstance(key, str):
-    return key
-  return "C-" + group[0].name.split("-")[1]
 
 
 def _with_cells(spec: Spec, cells, refusals) -> Spec:

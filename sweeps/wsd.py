@@ -36,6 +36,7 @@ import ml_collections
 
 from chinchax.errors import UserError
 from chinchax.scaling import records
+from chinchax.sweeps import grid
 from chinchax.sweeps.train import hooks, loop
 
 
@@ -88,6 +89,31 @@ def is_wsd(c: ml_collections.ConfigDict) -> bool:
 
 def branch_workdir(c: ml_collections.ConfigDict, workdir: str, b: Branch) -> str:
   return os.path.join(workdir, c.name + b.name_suffix)
+
+
+def series(cells, c: ml_collections.ConfigDict) -> tuple[list, list[tuple[str, list]]]:
+  """(the cells trained one run each, [(series name, its cells)] trained as one WSD run each).
+
+  With `fixed_n.schedule='wsd'` the cells of one fixed size form a series that keeps the
+  grid's series name; with `schedule='wsd'` the IsoFLOP cells of one shape, batch and LR form
+  one named `C-N<N>`, with the shape and batch added when two series share that name.
+  """
+  single, groups = [], {}
+  for cell in cells:
+    if c.fixed_n.schedule == "wsd" and not cell.isoflop:
+      groups.setdefault(cell.series, []).append(cell)
+    elif c.schedule == "wsd" and cell.isoflop:
+      groups.setdefault((cell.shape, cell.batch_size, cell.seq_len, cell.peak_lr), []).append(cell)
+    else:
+      single.append(cell)
+  names = [key if isinstance(key, str) else "C-" + group[0].name.split("-")[1]
+           for key, group in groups.items()]
+  out = []
+  for group, name in zip(groups.values(), names):
+    if names.count(name) > 1:
+      name = f"{name}-{grid.shape_tag(group[0].shape)}-B{group[0].batch_size}"
+    out.append((name, group))
+  return single, out
 
 
 def job_config(series: str, longest: ml_collections.ConfigDict, Ds, budgets=(),
