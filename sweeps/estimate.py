@@ -22,7 +22,7 @@ ASSUMED_MFU = 0.3
 
 def time_model(e: Executor) -> tuple[Callable[[Cell], float], str]:
   """(a cell's estimated seconds, how they are estimated)."""
-  devices = executors.cell_devices(e) or jax.local_devices()[:1]
+  devices = (executors.cell_devices(e) or [jax.local_devices()[:1]])[0]
   peak = hardware.peak_flops(devices[0])
   if peak:
     rate = ASSUMED_MFU * peak * len(devices)

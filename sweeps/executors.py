@@ -97,25 +97,26 @@ def device_groups(devices_per_cell: int) -> list[list]:
   return [local[i:i + k] for i in range(0, len(local) - k + 1, k)]
 
 
-def cell_devices(e: Executor):
-  """The devices one job's mesh gets (None under Ray: only the worker knows)."""
+def cell_devices(e: Executor) -> list[list] | None:
+  """The device groups of this process's jobs' meshes (None under Ray: only a worker knows)."""
   if e.kind == "local":
-    return jax.devices()
+    return [jax.devices()]
   if e.kind == "packed":
-    return device_groups(e.devices_per_cell)[0]
+    return device_groups(e.devices_per_cell)
   return None
 
 
 def run_jobs(jobs: Sequence[Job], on_result: OnResult, e: Executor, *, stop,
-             quiet: bool = True, progress=None) -> bool:
+             quiet: bool = True, progress=None, opened=None) -> bool:
   """Runs every job with executor `e`; False when `stop` cut the sweep short. `progress`: a
-  `sweeps.progress.SweepProgress` the local and packed runs report their steps to."""
+  `sweeps.progress.SweepProgress` the local and packed runs report their steps to; `opened`:
+  the data and meshes the sweep opened once (`setup.Opened`), for the runs in this process."""
   check(e)
   if e.kind == "local":
-    return run_local(jobs, on_result, stop=stop, quiet=quiet, progress=progress)
+    return run_local(jobs, on_result, stop=stop, quiet=quiet, progress=progress, opened=opened)
   if e.kind == "packed":
     return run_packed(jobs, on_result, device_groups(e.devices_per_cell), stop=stop,
-                      quiet=quiet, progress=progress)
+                      quiet=quiet, progress=progress, opened=opened)
   return run_ray(jobs, on_result, e, stop=stop, quiet=quiet)
 
 
@@ -124,9 +125,10 @@ def _reporter(progress, job: Job):
 
 
 def run_local(jobs: Sequence[Job], on_result: OnResult, *, stop, quiet: bool = True,
-              progress=None) -> bool:
+              progress=None, opened=None) -> bool:
   for job in jobs:
-    outcome = job_lib.run(job, stop=stop, quiet=quiet, progress=_reporter(progress, job))
+    outcome = job_lib.run(job, stop=stop, quiet=quiet, progress=_reporter(progress, job),
+                          opened=opened)
     if outcome.status == "stopped":
       return False
     on_result(job, outcome)
@@ -134,7 +136,7 @@ def run_local(jobs: Sequence[Job], on_result: OnResult, *, stop, quiet: bool = T
 
 
 def run_packed(jobs: Sequence[Job], on_result: OnResult, groups: Sequence[Sequence], *,
-               stop, quiet: bool = True, progress=None) -> bool:
+               stop, quiet: bool = True, progress=None, opened=None) -> bool:
   """One worker thread per device group takes the next job until none is left."""
   todo: queue.SimpleQueue = queue.SimpleQueue()
   for job in longest_first(jobs) if len(groups) > 1 else jobs:
@@ -149,7 +151,7 @@ def run_packed(jobs: Sequence[Job], on_result: OnResult, groups: Sequence[Sequen
       except queue.Empty:
         return
       outcome = job_lib.run(job, devices=group, stop=stop, quiet=quiet, checkpoint_lock=lock,
-                            progress=_reporter(progress, job))
+                            progress=_reporter(progress, job), opened=opened)
       if outcome.status == "stopped":
         halted.set()
       done.put((job, outcome))

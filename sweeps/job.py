@@ -45,15 +45,17 @@ def reason(e: BaseException) -> str:
 
 
 def train(config: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool = False,
-          devices=None, checkpoint_lock=None, progress=None) -> Outcome:
+          devices=None, checkpoint_lock=None, progress=None, opened=None) -> Outcome:
   """Trains the run `config` describes in `workdir` (resuming it, or skipping it when done).
 
   A config with `wsd.branches` is a WSD run (sweeps/wsd.py): its records are its branches'.
-  `stop`, `devices`, `checkpoint_lock`, `progress`: see `chinchax.sweeps.train.loop.train`.
+  `stop`, `devices`, `checkpoint_lock`, `progress`, `opened`: see
+  `chinchax.sweeps.train.loop.train`.
   """
   run_args = dict(stop=stop, quiet=quiet, devices=devices, checkpoint_lock=checkpoint_lock)
-  if progress is not None:  # only then: stand-ins for loop.train need not know it
-    run_args["progress"] = progress
+  for key, value in (("progress", progress), ("opened", opened)):
+    if value is not None:  # only then: stand-ins for loop.train need not know them
+      run_args[key] = value
   if wsd.is_wsd(config):
     result = wsd.train_wsd(config, workdir, **run_args)
     status, rs = result.status, result.records
@@ -66,11 +68,11 @@ def train(config: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: 
 
 
 def run(job: Job, *, devices=None, stop=None, quiet: bool = True, checkpoint_lock=None,
-        progress=None) -> Outcome:
+        progress=None, opened=None) -> Outcome:
   """`train` on the job; an exception becomes a `failed` record (also its result.json)."""
   try:
     return train(job.config, job.workdir, stop=stop, quiet=quiet, devices=devices,
-                 checkpoint_lock=checkpoint_lock, progress=progress)
+                 checkpoint_lock=checkpoint_lock, progress=progress, opened=opened)
   except Exception as e:  # pylint: disable=broad-except
     return failed(job, reason(e), write=True)
 

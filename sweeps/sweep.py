@@ -2,8 +2,9 @@
 fitted and reported.
 
 The order is fixed: the config resolved into a `spec.Spec` (the grid and its refusals) →
-the executor checked → the dataset opened once (its tokenizer must match `vocab_size`, its
-unique tokens bound the cells) → each cell's batch checked against its devices → the jobs
+the executor checked → the preflight (`preflight`: the dataset opened once, its tokenizer
+must match `vocab_size` and its unique tokens bound the cells; the mesh of each device group
+built once and each cell's batch checked against it; both handed to every job) → the jobs
 trained → the fit (law.json, plots/) → report.md. Everything that cannot work is refused (a
 UserError) before anything is compiled.
 
@@ -65,27 +66,26 @@ def initialize_distributed(env=None, initialize=None) -> str | None:
   return None
 
 
-def open_data(spec: spec_lib.Spec) -> spec_lib.Spec:
-  """Opens the dataset once: its vocabulary checked, the cells beyond its data refused."""
-  ds = data.open_dataset(run_config.data_config(spec.config.train))
-  data.check_vocab(ds.tokenizer, spec.config.vocab_size)
-  return spec_lib.beyond_data(spec, ds.unique_tokens)
-
-
-def check_batches(spec: spec_lib.Spec) -> None:
-  """Each cell's batch must split over the data-parallel shards of the devices it gets."""
-  devices = executors.cell_devices(spec.executor)
-  if devices is None:
-    return
+def preflight(spec: spec_lib.Spec) -> tuple[spec_lib.Spec, setup.Opened]:
+  """Everything the jobs share, opened and checked once before any job starts: the dataset
+  (its vocabulary against the grid's, the cells beyond its unique tokens refused) and the
+  mesh of each device group the jobs run on (each cell's batch must split over it). The
+  jobs of this process reuse both (`setup.Opened`); a Ray worker opens its own."""
   t = spec.config.train
-  shards = sharding.batch_divisor(setup.make_mesh(t, devices), sharding.RULES)
-  for cell in spec.cells:
-    try:
-      sharding.check_batch(cell.batch_size, shards, t.grad_accum,
-                           hint="executor='packed' with a devices_per_cell that divides it, "
-                                "or set train.mesh")
-    except UserError as e:
-      raise UserError(f"cell {cell.name} on {len(devices)} devices: {e}") from None
+  ds = data.open_dataset(run_config.data_config(t))
+  data.check_vocab(ds.tokenizer, spec.config.vocab_size)
+  spec = spec_lib.beyond_data(spec, ds.unique_tokens)
+  opened = setup.Opened.of(ds, t, executors.cell_devices(spec.executor) or ())
+  for _, mesh in opened.meshes:
+    shards = sharding.batch_divisor(mesh, sharding.RULES)
+    for cell in spec.cells:
+      try:
+        sharding.check_batch(cell.batch_size, shards, t.grad_accum,
+                             hint="executor='packed' with a devices_per_cell that divides it, "
+                                  "or set train.mesh")
+      except UserError as e:
+        raise UserError(f"cell {cell.name} on {mesh.size} devices: {e}") from None
+  return spec, opened
 
 
 def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
@@ -100,8 +100,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   """
   spec = spec_lib.resolve(config, workdir)
   executors.check(spec.executor)
-  spec = open_data(spec)
-  check_batches(spec)
+  spec, opened = preflight(spec)
   lead = jax.process_index() == 0
   say = (lambda m: print(m, flush=True)) if lead else (lambda m: None)
   for r in spec.refusals:
@@ -135,7 +134,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   try:
     finished = executors.run_jobs(todo, on_result, spec.executor, stop=stop,
                                   quiet=not verbose or spec.executor.kind != "local",
-                                  progress=progress)
+                                  progress=progress, opened=opened)
   finally:
     if own_stop:
       stop.uninstall()

@@ -9,6 +9,7 @@ from chinchax.sweeps.data.pipeline import eval_bytes
 from chinchax.sweeps.data.pipeline import n_eval_batches
 from chinchax.sweeps.data.pipeline import open_dataset
 from chinchax.sweeps.data.pipeline import train_batch
+from chinchax.sweeps.data.pipeline import with_config
 from chinchax.sweeps.data.tokenizers import check_vocab
 from chinchax.sweeps.data.tokenizers import make_tokenizer
 from chinchax.sweeps.data.multihost import check_batch

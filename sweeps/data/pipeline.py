@@ -98,14 +98,40 @@ def resolve_data_dir(data_dir: str | None = None) -> str:
   return data_dir or os.environ.get("TFDS_DATA_DIR") or os.path.join(DEFAULT_HOME, "tfds")
 
 
-def open_dataset(cfg: DataConfig) -> Dataset:
-  """Resolves, builds (once) and tokenises (once) the dataset; checks it can serve `cfg`."""
+# The fields that decide a dataset's token streams; the others only cut them.
+STREAM_FIELDS = ("name", "corpus", "data_dir", "text_key", "tokenizer", "spm_model",
+                 "val_fraction", "max_train_tokens", "cache_dir")
+
+
+def _check_cut(cfg: DataConfig) -> None:
   if cfg.seq_len <= 0 or cfg.batch_size <= 0:
     raise UserError(f"seq_len={cfg.seq_len} and batch_size={cfg.batch_size} must be positive")
   if not 0 <= cfg.seed < 1 << 63:
     raise UserError(f"seed={cfg.seed} must be a non-negative 64-bit integer")
   if cfg.max_train_tokens is not None and cfg.max_train_tokens <= cfg.seq_len:
     raise UserError(f"max_train_tokens={cfg.max_train_tokens} must exceed seq_len={cfg.seq_len}")
+
+
+def _cut(cfg: DataConfig, name: str, tok, train: np.ndarray, validation: np.ndarray) -> Dataset:
+  W = packing.n_windows(train.shape[0], cfg.seq_len)
+  if W == 0:
+    raise UserError(f"seq_len={cfg.seq_len} is longer than the {train.shape[0]}-token train split "
+                    f"of {name!r}; use a shorter seq_len or a larger corpus")
+  return Dataset(cfg, name, tok, train, validation, packing.SampleOrder(W, cfg.seed))
+
+
+def with_config(ds: Dataset, cfg: DataConfig) -> Dataset | None:
+  """`ds`'s token streams cut for `cfg`'s batch, length and seed (what `open_dataset(cfg)`
+  would return, without opening anything), or None when `cfg` reads other streams."""
+  if any(getattr(ds.cfg, f) != getattr(cfg, f) for f in STREAM_FIELDS):
+    return None
+  _check_cut(cfg)
+  return _cut(cfg, ds.tfds_name, ds.tokenizer, ds.train, ds.validation)
+
+
+def open_dataset(cfg: DataConfig) -> Dataset:
+  """Resolves, builds (once) and tokenises (once) the dataset; checks it can serve `cfg`."""
+  _check_cut(cfg)
   data_dir = resolve_data_dir(cfg.data_dir)
   if cfg.corpus is not None or cfg.name == text_builder.STDLIB:
     name = text_builder.build(cfg.corpus or text_builder.STDLIB, data_dir, cfg.val_fraction)
@@ -124,11 +150,7 @@ def open_dataset(cfg: DataConfig) -> Dataset:
   sources = _sources(builder, data_dir, cache_dir)
   train = _token_stream(sources, "train", cfg.text_key, tok, key, cfg.max_train_tokens)
   validation = _token_stream(sources, "validation", cfg.text_key, tok, key, None)
-  W = packing.n_windows(train.shape[0], cfg.seq_len)
-  if W == 0:
-    raise UserError(f"seq_len={cfg.seq_len} is longer than the {train.shape[0]}-token train split "
-                    f"of {name!r}; use a shorter seq_len or a larger corpus")
-  return Dataset(cfg, name, tok, train, validation, packing.SampleOrder(W, cfg.seed))
+  return _cut(cfg, name, tok, train, validation)
 
 
 def train_batch(ds: Dataset, step: int, rows: np.ndarray | None = None) -> dict:

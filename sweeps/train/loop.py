@@ -41,7 +41,8 @@ class End:
 
 
 def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool = False,
-          devices=None, checkpoint_lock=None, progress=None) -> dict:
+          devices=None, checkpoint_lock=None, progress=None,
+          opened: setup_lib.Opened = setup_lib.Opened()) -> dict:
   """Trains (or resumes) the run in `workdir`; returns its record (also result.json).
 
   `devices`: the devices of this run's mesh (default: all of the job's), so that several
@@ -50,7 +51,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool 
   {"status": "stopped"}. Without one, SIGTERM and SIGINT set a flag of the run's own for the
   length of the loop. `checkpoint_lock`: see `setup.build`. `progress`: called as
   `progress(step, total_steps, tokens_per_s, train_loss)` at every log step (the sweep's
-  progress line, sweeps/progress.py).
+  progress line, sweeps/progress.py). `opened`: see `setup.build`.
   """
   t_start = time.time()
   log = (lambda *_: None) if quiet else (lambda m: print(m, flush=True))
@@ -58,7 +59,8 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool 
   if done is not None and done.get("status") == "done":
     log(f"{workdir}: already done (eval loss {done['eval_loss']:.4f}); nothing to do")
     return done
-  s = setup_lib.build(c, workdir, devices=devices, checkpoint_lock=checkpoint_lock, log=log)
+  s = setup_lib.build(c, workdir, devices=devices, checkpoint_lock=checkpoint_lock, log=log,
+                      opened=opened)
   own_stop = stop is None
   stop = checkpoint.StopFlag().install() if own_stop else stop
   try:

@@ -54,6 +54,34 @@ def make_mesh(c: ml_collections.ConfigDict, devices=None) -> Mesh:
   return mesh_lib.make_mesh((c.mesh.data, c.mesh.fsdp, c.mesh.tensor), devices=devices)
 
 
+def _mesh_key(c: ml_collections.ConfigDict, devices) -> tuple:
+  ids = frozenset(d.id for d in (devices if devices is not None else jax.devices()))
+  return ids, (c.mesh.data, c.mesh.fsdp, c.mesh.tensor)
+
+
+@dataclasses.dataclass(frozen=True)
+class Opened:
+  """What a caller of many runs (a sweep) opened and checked once, for each run to reuse: the
+  dataset, its vocabulary already checked against the model's, and the meshes it built over
+  its device groups. A run whose config reads other data, or whose devices or mesh axes
+  differ, opens and builds its own."""
+
+  dataset: Any = None                       # a data.Dataset
+  meshes: tuple[tuple[tuple, Mesh], ...] = ()  # ((key, mesh), ...) by `_mesh_key`
+
+  @staticmethod
+  def of(dataset, c: ml_collections.ConfigDict, device_groups) -> "Opened":
+    return Opened(dataset, tuple((_mesh_key(c, g), make_mesh(c, g)) for g in device_groups))
+
+  def dataset_for(self, c: ml_collections.ConfigDict):
+    if self.dataset is None or run_config.uses_mixture(c):
+      return None
+    return data.with_config(self.dataset, run_config.data_config(c))
+
+  def mesh_for(self, c: ml_collections.ConfigDict, devices) -> Mesh:
+    return dict(self.meshes).get(_mesh_key(c, devices)) or make_mesh(c, devices)
+
+
 def make_model(c: ml_collections.ConfigDict, model_cfg: ModelConfig, mesh: Mesh) -> Model:
   """The optimizer, its learning rates over the run's planned steps, and the jitted steps.
 
@@ -111,18 +139,22 @@ class Setup:
 
 
 def build(c: ml_collections.ConfigDict, workdir: str, *, devices=None, checkpoint_lock=None,
-          log=print) -> Setup:
+          log=print, opened: Opened = Opened()) -> Setup:
   """Checks, opens and builds the run in `workdir` (see the module docstring).
 
   `devices`: the run's mesh (default all of the job's); `checkpoint_lock`: shared by runs in
-  one process (the packed executor), whose checkpoints are then saved in turn, synchronously.
+  one process (the packed executor), whose checkpoints are then saved in turn, synchronously;
+  `opened`: the data and meshes its caller opened and checked already.
   """
   run_config.check(c)
   total_steps = run_config.planned_steps(c)
-  ds = inputs_lib.open_data(c, total_steps)
+  ds = opened.dataset_for(c)
+  checked = ds is not None and not c.model.vocab_size  # the caller checked its vocabulary
+  ds = ds or inputs_lib.open_data(c, total_steps)
   model_cfg = run_config.model_config(c, ds.vocab_size)
-  data.check_vocab(ds.tokenizer, model_cfg.shape.vocab_size)
-  mesh = make_mesh(c, devices)
+  if not checked:
+    data.check_vocab(ds.tokenizer, model_cfg.shape.vocab_size)
+  mesh = opened.mesh_for(c, devices)
   batch_sharding = sharding.batch_sharding(mesh, sharding.RULES)
   inputs = inputs_lib.make(c, ds, batch_sharding)
   tokens_per_step = c.batch_size * c.seq_len

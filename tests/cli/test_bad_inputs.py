@@ -310,7 +310,7 @@ def _stop_before_data(monkeypatch):
     raise Accepted("the input was accepted")
   from chinchax.sweeps import sweep as sweep_lib  # pylint: disable=g-import-not-at-top
   from chinchax.sweeps.train import setup as setup_lib  # pylint: disable=g-import-not-at-top
-  monkeypatch.setattr(sweep_lib, "open_data", accepted)
+  monkeypatch.setattr(sweep_lib, "preflight", accepted)
   monkeypatch.setattr(setup_lib.inputs_lib, "open_data", accepted)
 
 

@@ -40,14 +40,18 @@ TRUTH = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 FAILING_CELL = "C3e12-N1.57e5"  # the middle size of the middle budget (shape recipe)
 
 
+OPENED = []  # the `opened` each synthetic run was handed (the sweep's preflight)
+
+
 def synthetic_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpoint_lock=None,
-                    progress=None):
+                    progress=None, opened=None):
   """The run (`run.loop.train`) replaced by the known law L(N, D): the runner, fit and report
   see real records."""
   from chinchax.scaling import conventions  # pylint: disable=g-import-not-at-top
   from chinchax.scaling import records  # pylint: disable=g-import-not-at-top
   from chinchax.sweeps.train import config as run_config  # pylint: disable=g-import-not-at-top
   del stop, quiet, devices, checkpoint_lock, progress
+  OPENED.append(opened)
   if c.name == FAILING_CELL:
     raise RuntimeError("out of memory\nsecond line of the message")
   shape = run_config.model_config(c, 258).shape

@@ -1,5 +1,7 @@
 """Bad data configs are refused with one clear UserError line before anything is computed."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -83,3 +85,21 @@ def test_epochs_count_whole_windows_of_the_unique_tokens(built):
   assert ds.unique_tokens == ds.train.shape[0]
   assert ds.epoch_tokens == (ds.train.shape[0] - 1) // ds.cfg.seq_len * ds.cfg.seq_len
   assert ds.epochs_for(10 * ds.epoch_tokens) == 10
+
+
+def test_a_dataset_cut_for_another_batch_is_the_one_opened_for_it(built):
+  """What a sweep hands its runs (`pipeline.with_config`) is what each would have opened."""
+  cfg, ds = built
+  other = dataclasses.replace(cfg, batch_size=3, seq_len=4, seed=7)
+  view, fresh = pipeline.with_config(ds, other), pipeline.open_dataset(other)
+  assert view.order == fresh.order and view.cfg == fresh.cfg
+  for k in (0, 5):
+    for a, b in ((pipeline.train_batch(view, k), pipeline.train_batch(fresh, k)),
+                 (pipeline.eval_batch(view, k), pipeline.eval_batch(fresh, k))):
+      for key in a:
+        np.testing.assert_array_equal(a[key], b[key])
+  # Other streams (a cap on the unique tokens, another corpus): not a cut of these.
+  assert pipeline.with_config(ds, dataclasses.replace(cfg, max_train_tokens=50)) is None
+  assert pipeline.with_config(ds, dataclasses.replace(cfg, corpus="/elsewhere")) is None
+  with pytest.raises(UserError, match="must be positive"):
+    pipeline.with_config(ds, dataclasses.replace(cfg, batch_size=0))

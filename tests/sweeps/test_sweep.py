@@ -19,8 +19,16 @@ from tests.helpers.sweep_helper import FAILING_CELL, TRUTH, synthetic_argv, synt
 
 def test_sweep_end_to_end_fits_the_known_law(tmp_path, monkeypatch, capsys):
   monkeypatch.setattr(loop, "train", synthetic_train)
+  opens = []
+  real_open = data.open_dataset
+  monkeypatch.setattr(data, "open_dataset", lambda cfg: opens.append(cfg) or real_open(cfg))
+  sweep_helper.OPENED.clear()
   wd = tmp_path / "sweep"
   assert cli.run(["sweep", *synthetic_argv(wd)]) == 0
+  # The preflight opened the data once and handed it, with the mesh, to every run.
+  assert len(opens) == 1 and len(sweep_helper.OPENED) >= 10
+  assert all(o is sweep_helper.OPENED[0] for o in sweep_helper.OPENED)
+  assert sweep_helper.OPENED[0].dataset is not None and len(sweep_helper.OPENED[0].meshes) == 1
   out = capsys.readouterr().out
   assert f"{FAILING_CELL}: failed: RuntimeError: out of memory" in out
 
