@@ -16,7 +16,6 @@ import os
 import sys
 import warnings
 
-QUIET = False  # set by quiet_libraries: sweeps/data/text_builder.py hides TFDS's bars too
 
 
 # TFDS on every chinchax corpus it builds or opens: not news to the user.
@@ -66,11 +65,11 @@ LOGGERS = ("absl", "jax", "orbax", "grain", "tensorflow_datasets")
 @contextlib.contextmanager
 def quiet_libraries(verbose: bool = False):
   """For the length of a command (undone after, for in-process callers such as tests)."""
-  global QUIET
   if verbose:
     yield
     return
-  QUIET = True
+  from chinchax.sweeps.data import text_builder  # pylint: disable=g-import-not-at-top  (TFDS)
+  text_builder.QUIET = True  # TFDS's bars too, when a corpus is built
   loggers = [logging.getLogger(n) for n in LOGGERS]
   for logger in loggers:
     logger.addFilter(ONCE)
@@ -79,7 +78,7 @@ def quiet_libraries(verbose: bool = False):
       warnings.filterwarnings("ignore", category=DeprecationWarning)
       yield
   finally:
-    QUIET = False
+    text_builder.QUIET = False
     for logger in loggers:
       logger.removeFilter(ONCE)
 

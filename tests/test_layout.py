@@ -157,3 +157,26 @@ def test_the_wheel_lists_every_package():
   assert setuptools["package-dir"] == FOLDERS
   on_disk = {name for name, path in project_modules().items() if path.name == "__init__.py"}
   assert set(setuptools["packages"]) == on_disk
+
+
+# Folders whose modules sit on top of the library and may call into their parent folder:
+# the command line (each subcommand parses flags and calls a library function).
+ENTRY_FOLDERS = ("sweeps/cli",)
+
+
+def test_no_folder_imports_from_a_folder_above_it():
+  """The rooms stay rooms: a folder's modules import nothing of the folders above them (the
+  trainer, sweeps/train/, nothing of the sweep in sweeps/; accelerator readiness,
+  sweeps/accel/, nothing of the executors or the grid; the data pipeline nothing of the
+  console), imports inside functions included. Only the command line is on top."""
+  modules, edges = project_modules(), graph()
+  bad = []
+  for name, targets in edges.items():
+    folder = modules[name].parent
+    if str(folder.relative_to(ROOT)) in ENTRY_FOLDERS:
+      continue
+    for t in targets:
+      above = modules[t].parent
+      if above != folder and folder.is_relative_to(above) and modules[t].name != "__init__.py":
+        bad.append(f"{modules[name].relative_to(ROOT)} -> {modules[t].relative_to(ROOT)}")
+  assert not bad, bad

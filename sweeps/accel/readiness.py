@@ -19,6 +19,7 @@ accumulation 2, 4, 8 on top of FSDP and full remat.
 import concurrent.futures
 import dataclasses
 import time
+from typing import Protocol
 
 import ml_collections
 
@@ -27,11 +28,26 @@ from chinchax.models.config import ModelConfig
 from chinchax.scaling import conventions
 from chinchax.errors import UserError
 from chinchax.sweeps.accel import aot, hardware
-from chinchax.sweeps import grid
 from chinchax.sweeps.train import optimizer
 
 
-def setup_for(cell: grid.Cell, c: ml_collections.ConfigDict) -> aot.Setup:
+class Cell(Protocol):
+  """What readiness reads of a sweep's cell (sweeps/grid.py's `Cell`, which it does not import:
+  accelerator readiness sits below the sweep)."""
+
+  name: str
+  budget: float
+  N: int
+  shape: conventions.Shape
+  steps: int
+  batch_size: int
+  seq_len: int
+
+  def train_config(self, sweep_cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    ...
+
+
+def setup_for(cell: Cell, c: ml_collections.ConfigDict) -> aot.Setup:
   """What a cell's run compiles: its shape and batch, the config's numerics, mesh, sharding."""
   t = cell.train_config(c)
   m = t.model
@@ -74,7 +90,7 @@ def remedies(s: aot.Setup, n_devices: int, slices: int = 1) -> list[tuple[tuple[
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-  cell: grid.Cell
+  cell: Cell
   setup: aot.Setup
   train: aot.Program
   eval: aot.Program | None
@@ -111,7 +127,7 @@ def _fits(programs, budget) -> bool:
   return budget is None or _hbm(programs) <= budget
 
 
-def compile_order(cells: list[grid.Cell]) -> list[int]:
+def compile_order(cells: list[Cell]) -> list[int]:
   """Indices of `cells`, the riskiest first: the largest cell of each budget (largest budget
   first), then the rest from the largest down. A budget's cells share a batch, and its
   largest N holds the most state and activations per chip (in the v5p config each budget's
@@ -125,7 +141,7 @@ def compile_order(cells: list[grid.Cell]) -> list[int]:
   return first + [i for i in by_size if i not in heads.values()]
 
 
-def check(cells: list[grid.Cell], c: ml_collections.ConfigDict, devices: list,
+def check(cells: list[Cell], c: ml_collections.ConfigDict, devices: list,
           budget: int | None, slices: int = 1, say=lambda m: None,
           workers: int | None = None) -> list[Row]:
   """Compiles every cell (each distinct setup once) and looks for remedies."""

@@ -180,11 +180,13 @@ def build(spec: str, data_dir: str, val_fraction: float = 0.05) -> str:
   return f"{NAME}/{builder.builder_config.name}"
 
 
+QUIET = False  # set by sweeps/console.py's quiet_libraries, unless `--verbose`
+
+
 def _prepare_quietly(builder) -> None:
   """TFDS's bars and its 'Downloading and preparing dataset Unknown size' lines, unless
   `chinchax ... --verbose` (sweeps/console.py) asked for them: one line of ours instead."""
-  from chinchax.sweeps import console  # pylint: disable=g-import-not-at-top
-  if not console.QUIET:
+  if not QUIET:
     builder.download_and_prepare()
     return
   print(f"preparing the corpus once, under {builder.data_dir}", flush=True)
