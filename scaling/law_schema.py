@@ -151,13 +151,18 @@ def _data_constrained(dc: Any):
   if dc is None:
     return
   dc = obj(dc, "data_constrained", ("R_D_star", "R_N_star", "ci", "base"))
-  for name in ("R_D_star", "R_N_star"):
-    number(dc[name], f"data_constrained.{name}", "positive")
+  for name in ("R_D_star", "R_N_star"):  # null: the runs cannot tell it from 0 or ∞
+    number(dc[name], f"data_constrained.{name}", "positive", nullable=True)
   if dc["ci"] is not None:
     ci = obj(dc["ci"], "data_constrained.ci", ("level", "R_D_star", "R_N_star"))
     number(ci["level"], "data_constrained.ci.level", "unit")
     for name in ("R_D_star", "R_N_star"):  # null: held at the published value, not fitted
-      interval(ci[name], f"data_constrained.ci.{name}", "positive", nullable=True)
+      pair = ci[name]
+      if isinstance(pair, list) and len(pair) == 2 and None in pair:  # one-sided
+        for end in pair:
+          number(end, f"data_constrained.ci.{name}", "positive", nullable=True)
+      else:
+        interval(pair, f"data_constrained.ci.{name}", "positive", nullable=True)
   base = obj(dc["base"], "data_constrained.base", opt.PARAM_NAMES)
   number(base["E"], "data_constrained.base.E", "nonnegative")
   for name in opt.PARAM_NAMES[1:]:
