@@ -138,10 +138,10 @@ def law_section(law: dict) -> list[str]:
   out += _table(["approach", "a", "b"], rows)
   dc = law.get("data_constrained")
   if dc:
-    c = dc.get("ci") or {}
-    out += ["", f"Data-constrained law (Muennighoff et al. 2023): R_D* = {dc['R_D_star']:.3g}"
-            f"{_ci(c.get('R_D_star'), '.3g')}, R_N* = {dc['R_N_star']:.3g}"
-            f"{_ci(c.get('R_N_star'), '.3g')}."]
+    said = dc.get("statements") or {k: f"{k[:3]}* = {dc[k]:.3g}" for k in ("R_D_star",
+                                                                            "R_N_star")}
+    out += ["", f"Data-constrained law (Muennighoff et al. 2023): {said['R_D_star']}, "
+            f"{said['R_N_star']}; base law {dc.get('base_source', '')}."]
   return out
 
 
