@@ -29,6 +29,7 @@ import numpy as np
 
 from chinchax.scaling import bootstrap as bootstrap_lib
 from chinchax.scaling import agreement
+from chinchax.scaling import backtest, backtest_doc
 from chinchax.scaling import caveats
 from chinchax.scaling import data_checks
 from chinchax.scaling import dc_two_stage
@@ -202,6 +203,12 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   if not entries and o.base_law is None:
     raise UserError("; ".join(skipped) + "; so no approach could be fitted")
 
+  bt = None
+  if entries:
+    log("backtest: refitting without the largest budgets ...")
+    bt = backtest.backtest(runs, backtest.refits(sorted(entries), o.delta))
+    for k in entries:
+      entries[k]["backtest"] = backtest_doc.miss(bt, k)
   for k in sorted(entries):
     warnings += [f"Approach {k}: {w}" for w in entries[k]["warnings"]]
   disagreements = agreement.agreement(entries)
@@ -245,6 +252,8 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   else:  # only the data-constrained law was fitted, on the given base law
     doc = _base_law_doc(o, common)
   doc["fit"]["disagreements"] = disagreements
+  if entries:
+    doc["backtest"] = law_build.plain(bt)
   return Fitted(doc=doc, runs=runs, fits=fits, draws=draws, level=o.ci)
 
 

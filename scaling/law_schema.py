@@ -11,7 +11,8 @@ Top-level keys: `schema`, `law`, `ci`, `optimal`, `approaches` (each approach's 
 its own `warnings`), `recommended` ({approach, why}: the approach the tool read the answer
 from), `warnings` (every caveat of the fit, approaches' included), `notes` (what was skipped
 and why), `data_constrained` (R_D*, R_N* of Muennighoff et al. 2023, or null),
-`conventions`, `fit`, `data`, `bootstrap`, `provenance`.
+`conventions`, `fit`, `data`, `bootstrap`, `provenance`, and optionally `backtest` (each
+approach refitted without the largest budgets, scored on them: scaling.backtest).
 
 A `chinchax/law/v1` file (always parametric, no recommendation) is read by `upgrade_v1`,
 which fills the new keys. `validate_law` raises a UserError naming the field.
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from chinchax.scaling import backtest_doc
 from chinchax.scaling import conventions
 from chinchax.scaling import optimum as opt
 from chinchax.scaling import power
@@ -251,6 +253,7 @@ def validate_law(doc: Any) -> dict[str, Any]:
   for name in ("N", "D", "C"):
     interval(data[name], f"data.{name}", "positive", nullable=True)
   _bootstrap(doc["bootstrap"], form)
+  backtest_doc.validate(doc.get("backtest"))
 
   prov = obj(doc["provenance"], "provenance", ("chinchax", "created", "inputs"))
   string(prov["chinchax"], "provenance.chinchax")
