@@ -118,6 +118,7 @@ def base_config(train: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   c.ray_num_gpus = 0.0
   c.ray_tpus = 0
   c.bootstrap = 1000         # resamples of the fit's intervals (0: none)
+  c.forecast = ""            # a `chinchax forecast` record, scored when the sweep finishes
   # The TPU slice the sweep is for ("v5p:2x2x4"; empty: none): what `--dry-run` times cells on
   # and `--dry-run --compile` compiles for (sweeps/dry_run.py).
   c.target = ""

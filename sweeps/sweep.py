@@ -27,7 +27,7 @@ from chinchax.models import sharding
 from chinchax import atomic, killpoints
 from chinchax.errors import UserError
 from chinchax.sweeps.train import checkpoint, result as run_record
-from chinchax.sweeps import data, estimate, executors, fit_adapter, report
+from chinchax.sweeps import data, estimate, executors, fit_adapter, forecast_score, report
 from chinchax.sweeps import progress as progress_lib
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps import job as job_lib
@@ -102,6 +102,8 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   executors.check(spec.executor)
   spec = open_data(spec)
   check_batches(spec)
+  if spec.config.forecast:  # a wrong path is refused before anything trains
+    forecast_score.load(spec.config.forecast)
   lead = jax.process_index() == 0
   say = (lambda m: print(m, flush=True)) if lead else (lambda m: None)
   for r in spec.refusals:
@@ -154,6 +156,9 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   except UserError as e:
     fit_error = str(e)
     print(f"chinchax sweep: the fit failed: {fit_error}", file=sys.stderr)
+  if spec.config.forecast:
+    _, line = forecast_score.score_workdir(workdir, spec.config.forecast)
+    say(line)
   path = report.write_report(workdir, fit_error=fit_error)
   say(f"wrote {path}")
   return Result("done", tuple(failed), fit_error, path)

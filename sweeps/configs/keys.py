@@ -107,6 +107,8 @@ SWEEP = {
     "ray_num_gpus": "ray: GPUs each cell's task holds",
     "ray_tpus": "ray: TPU chips each cell's task holds",
     "bootstrap": "resamples of the fit's intervals (0: none)",
+    "forecast": "a forecast record (`chinchax forecast --out=...`) scored against the runs "
+                "when the sweep finishes, in report.md (empty: none)",
     "target": "the TPU slice the dry run compiles for (--compile), or a GPU node (h100:8) "
               "whose peak prices the dry run's time column",
 }
