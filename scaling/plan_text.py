@@ -76,8 +76,9 @@ def render(result: dict[str, Any]) -> str:
     chin, best_dc = dc["chinchilla"], dc["optimal"]
     where = "fitted to runs" if dc["source"] == "fitted" else "the published values"
     ci = dc.get("ci")
-    r_d, r_n = (f"{k}={fmt.num(dc[f'{name}'])}" + (f" {fmt.interval(ci[name])}"
-                                                     if ci and ci[name] else "")
+    said = dc.get("statements") or {}
+    r_d, r_n = (said.get(name) or f"{k}={fmt.num(dc[f'{name}'])}"
+                + (f" {fmt.interval(ci[name])}" if ci and ci[name] else "")
                 for k, name in (("R_D*", "R_D_star"), ("R_N*", "R_N_star")))
     lines += ["", f"data-constrained (Muennighoff et al. 2023; {fmt.count(dc['unique_tokens'])} "
               f"unique tokens; {r_d}, {r_n}, {where})",

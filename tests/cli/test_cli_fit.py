@@ -132,7 +132,7 @@ def test_a_csv_with_unique_tokens_fits_the_data_constrained_law(tmp_path, capsys
   assert dc["statements"]["R_D_star"] in printed
   assert cli.run(["plan", f"--law={out}", "--flops=1e21", "--unique-tokens=1e10"]) == 0
   printed = capsys.readouterr().out
-  assert f"R_D*={fmt.num(dc['R_D_star'])}" in printed and "fitted to runs)" in printed
+  assert dc["statements"]["R_D_star"] in printed and "fitted to runs)" in printed
 
 
 @pytest.mark.parametrize("flags,message", [
