@@ -226,7 +226,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
 
   dc = None
   if repeats.any():
-    dc = _data_constrained(all_runs, o, log, notes)
+    dc = _data_constrained(all_runs, o, log, warnings)
     if dc is not None:
       warnings += dc["warnings"]
 
@@ -257,7 +257,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   return Fitted(doc=doc, runs=runs, fits=fits, draws=draws, level=o.ci)
 
 
-def _data_constrained(runs: Runs, o: Options, log, notes) -> dict | None:
+def _data_constrained(runs: Runs, o: Options, log, said: list[str]) -> dict | None:
   base = o.base_law
   log(f"data-constrained law: {'R_D*, R_N*' if base else 'the base law, then R_D*, R_N*'}"
       f"{f', {o.bootstrap} resamples' if o.bootstrap else ''} ...")
@@ -268,7 +268,8 @@ def _data_constrained(runs: Runs, o: Options, log, notes) -> dict | None:
                             base_source=o.base_source, n_resamples=o.bootstrap, seed=o.seed,
                             level=o.ci, delta=o.delta)
   except UserError as e:
-    notes.append(f"data-constrained law skipped: {e}")
+    said.append(f"data-constrained law skipped: "
+                 f"{str(e).removeprefix('data-constrained fit: ')}")
     return None
 
 

@@ -2,8 +2,12 @@
 decay constants of synthetic truths on a design like Muennighoff et al.'s come back inside
 their intervals, and a constant the runs cannot bound is stated as a one-sided interval."""
 
+import re
+
 import numpy as np
 import pytest
+
+import chinchax
 
 from chinchax.errors import UserError
 from chinchax.scaling import data_constrained as dc
@@ -78,6 +82,14 @@ def test_too_few_base_runs_asks_for_a_base_law():
   runs = syn.repeated(4.0, 20.0, noise=0.002)  # 10 single-epoch runs, 6 of them below N*(D)
   with pytest.raises(UserError, match=r"needs at least 10 such runs.*--base-law=law.json"):
     _fit(runs)
+  law = chinchax.fit(runs, bootstrap=0)  # the fit goes on, and says why it has no R_D*
+  assert law.data_constrained is None
+  (w,) = [w for w in law.warnings if "data-constrained" in w]
+  assert re.fullmatch(
+      r"data-constrained law skipped: only [0-9] runs neither repeat data nor exceed the "
+      r"compute-optimal size for their unique tokens; the base law needs at least 10 such "
+      r"runs \(single-epoch runs at or below N\*\(D\)\): add them, or give a base law "
+      r"fitted elsewhere \(--base-law=law.json\)", w), w
   # With the base law given, the same runs fit R_D*, R_N* (stage 2 alone).
   out = _fit(runs, base=np.array(syn.HOFFMANN), base_source="h.json")
   assert out["base_source"] == "given: h.json"
