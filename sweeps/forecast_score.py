@@ -1,8 +1,9 @@
 """A forecast record (`chinchax forecast`, scaling.forecast) scored against finished runs.
 
-A sweep whose config names one (`forecast = "path/forecast.json"`) scores it when its cells
-are done and writes WORKDIR/forecast_score.json, which report.md shows; the file is read
-before anything trains, so a wrong path is refused first. `chinchax forecast --score=F PATH`
+A sweep whose config names one (`forecast = "path/forecast.json"`), or a run given one
+(`chinchax train --forecast=...`), scores it when its cells are done and writes
+WORKDIR/forecast_score.json, which a sweep's report.md shows; the file is read before
+anything trains, so a wrong path is refused first. `chinchax forecast --score=F PATH`
 scores it against any run workdir (its result.json), sweep workdir (its runs.jsonl) or
 runs.jsonl file.
 """
@@ -64,7 +65,13 @@ def records_of(path: str) -> list[dict]:
 
 def score_workdir(workdir: str, forecast_path: str) -> tuple[str, str]:
   """Scores the forecast against the sweep's runs; (the score file, its one-line summary)."""
-  score = forecast_lib.score(load(forecast_path), records_of(workdir))
+  return score_records(workdir, forecast_path, records_of(workdir))
+
+
+def score_records(workdir: str, forecast_path: str, records) -> tuple[str, str]:
+  """Scores the forecast against `records` into WORKDIR/forecast_score.json; (its path, its
+  one-line summary)."""
+  score = forecast_lib.score(load(forecast_path), records)
   score["forecast_path"] = os.fspath(forecast_path)
   path = os.path.join(workdir, SCORE_FILE)
   atomic.write_json(path, score)

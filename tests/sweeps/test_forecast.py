@@ -141,3 +141,26 @@ def test_forecast_and_score_as_processes(tmp_path):
   p = subprocess.run([*cmd, "forecast", f"--score={out}"], capture_output=True, text=True,
                      env=env, check=False)
   assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--score needs the runs" in p.stderr
+
+
+def test_a_run_given_a_forecast_scores_it(tmp_path, monkeypatch, capsys):
+  monkeypatch.setattr(loop, "train", synthetic_train)
+  wd = tmp_path / "run"
+  # The run's N from a dry stand-in first, then a forecast for exactly that model.
+  assert cli.run(["train", "--config=train", f"--workdir={tmp_path / 'probe'}",
+                  "--config.tokens=2e6"]) == 0
+  probe = json.loads((tmp_path / "probe" / "result.json").read_text())
+  f = tmp_path / "f.json"
+  assert cli.run(["forecast", f"--law={_law_file(tmp_path)}", f"--params={probe['N_total']}",
+                  "--tokens=2e6", f"--out={f}"]) == 0
+  capsys.readouterr()
+  assert cli.run(["train", "--config=train", f"--workdir={wd}", "--config.tokens=2e6",
+                  f"--forecast={f}"]) == 0
+  score = json.loads((wd / "forecast_score.json").read_text())
+  rec = json.loads(f.read_text())
+  # synthetic_train's loss is the law itself, so the forecast is exact and inside.
+  assert score["actual"] == pytest.approx(rec["loss"], rel=1e-9) and score["inside"] is True
+  assert forecast_lib.score_line(score) in capsys.readouterr().out
+  assert cli.run(["train", "--config=train", f"--workdir={tmp_path / 'x'}",
+                  "--forecast=nope.json"]) == 2
+  assert not (tmp_path / "x" / "result.json").exists()
