@@ -12,7 +12,11 @@ scientist would believe):
   * more than MAX_DROPPED of its bootstrap refits gave no law;
   * the fit itself warns (a term not identified, E at a bound, a fragile minimum).
 The recommended approach is Approach 3 when it is well determined (it also predicts losses),
-else Approach 2, else Approach 1, else a poorly determined Approach 3 with that caveat.
+else Approach 2, else Approach 1, else a poorly determined Approach 3 with that caveat;
+except that an approach whose backtest (scaling.backtest: refitted without the largest
+budget, predicting it) missed the held-out N* by more than BACKTEST_MISS, by more than twice
+that budget's own noise, and by more than BACKTEST_RATIO times another approach's miss gives
+way to that other approach.
 
 Two approaches *disagree* when their intervals of a (or of b) do not overlap (scaling.agreement).
 """
@@ -21,6 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from chinchax.scaling import backtest_doc
 from chinchax.scaling import fmt
 
 MIN_RUNS = 10  # twice the parameters: fewer leave a bootstrap too few distinct points
@@ -30,6 +35,8 @@ MAX_A_WIDTH = 0.3
 MAX_EXPONENT_RATIO = 10.0
 MAX_DROPPED = 0.1
 PREFERENCE = ("3", "2", "1")
+BACKTEST_MISS = 0.25  # a held-out N* missed by more than this fraction...
+BACKTEST_RATIO = 2.0  # ...and by this many times another approach's miss: read the other
 
 
 def approach3_problems(entry: Mapping[str, Any], n_runs: int) -> list[str]:
@@ -68,14 +75,40 @@ def recommend(entries: Mapping[str, Mapping[str, Any]], asked: Sequence[str] | N
     return asked[0], f"asked for (--approach={asked[0]})"
   e3 = entries.get("3")
   if e3 and not e3.get("problems"):
-    return "3", ("Approach 3's parametric law is well determined (plausible exponents, "
-                 "bounded coefficients, enough runs); it also predicts losses")
-  for k in ("2", "1"):
-    if k in entries:
-      what = {"2": "the IsoFLOP minima", "1": "the loss curves' envelope"}[k]
-      return k, (("Approach 3's law is poorly determined (see the warnings); " if e3 else "")
-                 + f"Approach {k}'s exponents come from {what} directly")
-  return "3", "the only approach these runs support, though poorly determined (see the warnings)"
+    k, why = "3", ("Approach 3's parametric law is well determined (plausible exponents, "
+                   "bounded coefficients, enough runs); it also predicts losses")
+  elif "2" in entries or "1" in entries:
+    k = "2" if "2" in entries else "1"
+    what = {"2": "the IsoFLOP minima", "1": "the loss curves' envelope"}[k]
+    why = (("Approach 3's law is poorly determined (see the warnings); " if e3 else "")
+           + f"Approach {k}'s exponents come from {what} directly")
+  else:
+    return "3", ("the only approach these runs support, though poorly determined (see the "
+                 "warnings)")
+  for other in PREFERENCE:
+    usable = other != "3" or (e3 and not e3.get("problems"))
+    if other != k and other in entries and usable and _forecasts_better(entries, other, k):
+      return other, _backtest_why(entries, other, k)
+  return k, why
+
+
+def _forecasts_better(entries, k: str, other: str | None) -> bool:
+  """Approach k's backtest missed the held-out N* by less than 1/BACKTEST_RATIO of
+  `other`'s miss, which was above BACKTEST_MISS and above twice the noise of the held-out
+  budget's own minimum: its forecast is the one to read."""
+  mine = (entries[k].get("backtest") or {}).get("N_error")
+  bt = entries.get(other or "", {}).get("backtest") or {}
+  theirs, noise = bt.get("N_error"), bt.get("reference_N_rel_sd") or 0.0
+  if mine is None or theirs is None:
+    return False
+  return (abs(theirs) > max(BACKTEST_MISS, 2 * noise)
+          and abs(mine) * BACKTEST_RATIO < abs(theirs))
+
+
+def _backtest_why(entries, k: str, other: str) -> str:
+  mine, theirs = (entries[x]["backtest"]["N_error"] for x in (k, other))
+  return (f"predicting the largest budget from the others, Approach {other} missed its N* by "
+          f"{backtest_doc.pct(theirs)} and Approach {k} by {backtest_doc.pct(mine)}")
 
 
 def headline(doc: Mapping[str, Any]) -> list[str]:
@@ -118,5 +151,8 @@ def headline(doc: Mapping[str, Any]) -> list[str]:
     lines.append(f"law (Approach {law['approach']}): N* = {fmt.num(math.exp(law['log_kN']))}"
                  f"·C^{law['a']:.3f}, D* = {fmt.num(math.exp(law['log_kD']))}·C^{law['b']:.3f}"
                  " (it plans N and D and predicts no loss)")
+  if "backtest" in doc:
+    order = [rec["approach"]] + [k for k in ("3", "2", "1") if k != rec["approach"]]
+    lines += backtest_doc.headline(doc["backtest"], order)
   lines.append(f"recommended: Approach {rec['approach']}: {rec['why']}")
   return lines

@@ -1,43 +1,32 @@
-"""Fitting Muennighoff et al.'s data-constrained law to runs that vary the unique pool U.
+"""Stage 2 of the data-constrained fit: R_D* and R_N* with the base law held.
 
 The law (scaling.data_constrained) replaces D and N in L = E + A/N^alpha + B/D^beta by their
 effective values D' and N', with two decay constants R_D* (repeated tokens) and R_N* (excess
-parameters). Two ways to get the base law (E, A, B, alpha, beta):
+parameters). Muennighoff et al. (2023) fit it in two stages: the base law (E, A, B, alpha,
+beta) first, from the runs the constants do not touch (scaling.dc_base), then R_D*, R_N* with
+it held. This module is the second stage; scaling.dc_two_stage runs both inside one bootstrap.
 
-* `joint=False`: a given parametric law (`chinchax fit --base-law=`), held fixed; only R_D*
-  and R_N* are fitted (the paper's second stage).
-* `joint=True`: all seven numbers fitted together, from a start that is Approach 3 on the
-  runs that do not repeat data and the best of a small grid of (R_D*, R_N*) for it.
+The objective is the summed Huber loss (delta as scaling.parametric) of log L − log loss over
+(log R_D*, log R_N*). Its starts: every point of a grid over the search box (scaling.dc_bounds:
+a decade beyond where the runs stop telling R from 0 or ∞), evaluated at once, and a given
+start (the full fit's, for a bootstrap resample); the one with the lower objective is
+polished by scipy's trust-region least squares with its Huber loss and the closed-form
+Jacobian of `residuals_and_jacobian`.
 
-The objective is the summed Huber loss (delta as scaling.parametric) of log L − log loss
-over p = (log E, log A, log B, alpha, beta, log R_D*, log R_N*), minimised by scipy's
-trust-region least squares with its Huber loss (the same objective) and the closed-form
-Jacobian of `residuals_and_jacobian`. Intervals: a pairs bootstrap (resample the runs,
-refit from the full fit) at the requested level.
-
-R_D* is identified only by runs that repeat data (D > U; without any the fit is refused),
-R_N* only by runs larger than compute-optimal for their unique tokens (N > N*(min(D, U))).
-Without any of those R_N* has no effect on the loss: it is held at the published value
-(scaling.data_constrained.R_N_STAR) with a warning and no interval, because a bootstrap
-started at an arbitrary value would report it as pinned there. A constant whose interval
-spans more than POORLY_PINNED x is reported as poorly pinned.
+R_D* is identified only by runs that repeat data (D > U), R_N* only by runs larger than
+compute-optimal for their unique tokens (N > N*(min(D, U))). Without any of the latter R_N*
+has no effect on the loss and is held (at the published value, by the caller).
 """
 
 import numpy as np
 from scipy import optimize, special
 
-from chinchax.scaling import data_constrained as dc
-from chinchax.scaling import fmt
-from chinchax.scaling import optimum as opt
 from chinchax.errors import UserError
+from chinchax.scaling import data_constrained as dc
+from chinchax.scaling import dc_bounds
+from chinchax.scaling import optimum as opt
 
-POORLY_PINNED = 10.0  # an interval wider than this ratio pins its constant poorly
-_LOG_R_BOUNDS = (np.log(1e-2), np.log(1e4))
-_EXPONENT_BOUNDS = (1e-3, 3.0)
-
-
-def _theta(p: np.ndarray) -> np.ndarray:
-  return np.array([np.exp(p[0]), np.exp(p[1]), np.exp(p[2]), p[3], p[4]])
+GRID = 13  # grid points per constant over its search box
 
 
 def residuals_and_jacobian(p, N, D, U, log_loss):
@@ -80,19 +69,42 @@ def residuals_and_jacobian(p, N, D, U, log_loss):
   return np.log(L) - log_loss, J / L[:, None]
 
 
-_BOUNDS = (np.array([-np.inf] * 3 + [_EXPONENT_BOUNDS[0]] * 2 + [_LOG_R_BOUNDS[0]] * 2),
-           np.array([np.inf] * 3 + [_EXPONENT_BOUNDS[1]] * 2 + [_LOG_R_BOUNDS[1]] * 2))
-_R_FREE = np.array([5, 6])
+def excess_ratios(N, D, U, theta) -> tuple[np.ndarray, np.ndarray]:
+  """(D/U_D − 1, N/U_N − 1) per run under the base law `theta`."""
+  N, D, U = (np.asarray(x, np.float64) for x in (N, D, U))
+  U_D = np.minimum(D, U)
+  U_N = np.minimum(N, opt.optimal_params_for_tokens(U_D, theta))
+  return D / U_D - 1.0, N / U_N - 1.0
 
 
-def _minimize(p0, free, N, D, U, log_loss, delta, tol=1e-14) -> tuple[np.ndarray, float]:
-  """The summed Huber loss of the log-residuals over the `free` coordinates of p, by
-  scipy's trust-region least squares (loss='huber', f_scale=delta: the same objective)."""
-  p0 = np.clip(np.asarray(p0, np.float64), _BOUNDS[0] + 1e-12, _BOUNDS[1] - 1e-12)
+def _huber_sum(r, delta):
+  return np.sum(special.huber(delta, r), axis=-1)
+
+
+def _grid_start(N, D, U, log_loss, theta, box, free_N, R_N, delta) -> np.ndarray:
+  """The best (log R_D*, log R_N*) of a GRID x GRID grid over `box` (log bounds, (2, 2))."""
+  E, A, B, alpha, beta = theta
+  x, y = excess_ratios(N, D, U, theta)
+  U_D, U_N = D / (1.0 + x), N / (1.0 + y)
+  t_D = np.linspace(*box[0], GRID)
+  t_N = np.linspace(*box[1], GRID) if free_N else np.array([np.log(R_N)])
+  R_d, R_n = np.exp(t_D)[:, None], np.exp(t_N)[:, None]
+  D_eff_Gxn = U_D + U_D * R_d * -np.expm1(-x / R_d)
+  N_eff_Hxn = U_N + U_N * R_n * -np.expm1(-y / R_n)
+  L_GxHxn = E + (A * N_eff_Hxn**-alpha)[None] + (B * D_eff_Gxn**-beta)[:, None]
+  F_GxH = _huber_sum(np.log(L_GxHxn) - log_loss, delta)
+  i, j = np.unravel_index(np.argmin(F_GxH), F_GxH.shape)
+  return np.array([t_D[i], t_N[j]])
+
+
+def _polish(t0, free, p_base, data, box, delta, tol) -> tuple[np.ndarray, float]:
+  """Least squares over log R_D* (and log R_N* when `free` has both) from t0."""
+  lo, hi = box[free, 0], box[free, 1]
+  p0 = np.r_[p_base, t0]
 
   def full(z):
     p = p0.copy()
-    p[free] = z
+    p[5 + free] = z
     return p
 
   cache = {}
@@ -101,107 +113,59 @@ def _minimize(p0, free, N, D, U, log_loss, delta, tol=1e-14) -> tuple[np.ndarray
     key = z.tobytes()
     if key not in cache:
       cache.clear()
-      cache[key] = residuals_and_jacobian(full(z), N, D, U, log_loss)
+      cache[key] = residuals_and_jacobian(full(z), *data)
     return cache[key]
 
+  z0 = np.clip(t0[free], lo + 1e-9, hi - 1e-9)
   with np.errstate(all="ignore"):
     res = optimize.least_squares(
-        lambda z: both(z)[0], p0[free], jac=lambda z: both(z)[1][:, free],
-        bounds=(_BOUNDS[0][free], _BOUNDS[1][free]), loss="huber", f_scale=delta,
-        method="trf", x_scale="jac", ftol=tol, xtol=tol, gtol=tol, max_nfev=500)
-  r = res.fun
-  return full(res.x), float(np.sum(special.huber(delta, r)))
+        lambda z: both(z)[0], z0, jac=lambda z: both(z)[1][:, 5 + free], bounds=(lo, hi),
+        loss="huber", f_scale=delta, method="trf", x_scale="jac", ftol=tol, xtol=tol,
+        gtol=tol, max_nfev=200)
+  t = t0.copy()
+  t[free] = res.x
+  return t, float(np.sum(special.huber(delta, res.fun)))
 
 
-def _poorly_pinned(name: str, value: float, pair, level: float, who: str) -> str | None:
-  lo, hi = pair
-  if hi <= POORLY_PINNED * lo:
-    return None
-  return (f"data-constrained: {name} = {fmt.num(value)} is poorly pinned: its "
-          f"{fmt.percent(level)} interval {fmt.interval(pair)} spans more than "
-          f"{POORLY_PINNED:g}x; it is identified only by {who}")
-
-
-def fit(N, D, U, loss, theta0, *, joint: bool, n_resamples: int = 0, seed: int = 0,
-        level: float = 0.9, delta: float = 1e-3, base_source: str = "") -> dict:
-  """R_D*, R_N* (and, when `joint`, the base law) with bootstrap intervals.
-
-  theta0: the base law [E, A, B, alpha, beta]: held fixed unless `joint`, else the start.
-  R_N* is not identified when no run is larger than compute-optimal for its unique tokens:
-  it is then held at the published value, with a warning, and has no interval.
-  Returns law.json's `data_constrained` block (scaling.law_schema), with its own warnings.
-  """
+def fit_R(N, D, U, loss, theta, box, *, free_N: bool, R_N: float = dc.R_N_STAR,
+          start=None, delta: float = 1e-3, tol: float = 1e-12) -> tuple[float, float, float]:
+  """(R_D*, R_N*, objective) with the base law `theta` held; R_N* held at `R_N` unless
+  `free_N`. box: the search bounds in log R, rows R_D*, R_N* (scaling.dc_bounds)."""
   N, D, U, loss = (np.asarray(x, np.float64) for x in (N, D, U, loss))
-  repeated = int(np.sum(D > U))
-  if not repeated:
-    raise UserError("data-constrained fit: no run repeats data (D > U); R_D* cannot be "
-                    "fitted without runs whose unique pool is smaller than their tokens")
-  theta0 = np.asarray(theta0, np.float64)
-  excess0 = int(np.sum(N > opt.optimal_params_for_tokens(np.minimum(D, U), theta0)))
-  free_R = _R_FREE if excess0 else _R_FREE[:1]
-  free_all = np.r_[np.arange(5), free_R] if joint else free_R
+  theta = np.asarray(theta, np.float64)
+  box = np.asarray(box, np.float64)
   data = (N, D, U, np.log(loss))
-  base = np.array([np.log(theta0[0]), np.log(theta0[1]), np.log(theta0[2]), theta0[3],
-                   theta0[4]])
-  R_N_starts = (1.0, 5.0, 15.0, 40.0) if excess0 else (dc.R_N_STAR,)
-  starts = [np.r_[base, np.log(r_d), np.log(r_n)]
-            for r_d in (1.0, 5.0, 15.0, 40.0) for r_n in R_N_starts]
-  p_best, F_best = min((_minimize(p0, free_R, *data, delta) for p0 in starts),
-                       key=lambda t: t[1])
-  if joint:
-    p_best, F_best = _minimize(p_best, free_all, *data, delta)
+  p_base = np.array([np.log(theta[0]), np.log(theta[1]), np.log(theta[2]), theta[3],
+                     theta[4]])
+  free = np.array([0, 1]) if free_N else np.array([0])
+  starts = [_grid_start(*data, theta, box, free_N, R_N, delta)]
+  if start is not None:
+    starts.append(np.log(np.clip(np.asarray(start, np.float64), 1e-300, None)))
+  if not free_N:
+    for s in starts:
+      s[1] = np.log(R_N)
+  # Polish the start the objective prefers: from the grid's best and the full fit's, a
+  # second polish changed no resample's result in the tests' designs and doubled the time.
+  lo, hi = box[:, 0], box[:, 1]
+  F0 = [_huber_sum(residuals_and_jacobian(np.r_[p_base, np.clip(t, lo, hi)], *data)[0], delta)
+        for t in starts]
+  best = _polish(starts[int(np.argmin(F0))], free, p_base, data, box, delta, tol)
+  return float(np.exp(best[0][0])), float(np.exp(best[0][1])), best[1]
 
-  theta = _theta(p_best[:5])
-  excess = int(np.sum(N > opt.optimal_params_for_tokens(np.minimum(D, U), theta)))
-  who = {"R_D_star": f"runs that repeat data (D > U; {repeated} here)",
-         "R_N_star": "runs larger than compute-optimal for their unique tokens "
-                     f"(N > N*(min(D, U)); {excess} here)"}
-  warnings, ci, boot = [], None, None
-  if not excess0:
-    warnings.append("data-constrained: R_N* is not identified by these runs (none is larger "
-                    "than compute-optimal for its unique tokens, N > N*(min(D, U))): the "
-                    f"published {fmt.num(dc.R_N_STAR)} (Muennighoff et al. 2023) is used")
-  if n_resamples:
-    rng = np.random.default_rng(seed)
-    rows = rng.integers(0, len(N), size=(n_resamples, len(N)))
-    R_Sx2 = np.array([np.exp(_minimize(p_best, free_all, *[x[i] for x in data], delta,
-                                       tol=1e-10)[0][5:]) for i in rows])
-    ok = np.all(np.isfinite(R_Sx2), axis=1)
-    R_Sx2 = R_Sx2[ok]
-    q = [(1 - level) / 2, (1 + level) / 2]
-    ci = {"level": float(level), "R_D_star": np.quantile(R_Sx2[:, 0], q).tolist(),
-          "R_N_star": np.quantile(R_Sx2[:, 1], q).tolist() if excess0 else None}
-    boot = {"kind": "pairs", "n_resamples": int(n_resamples), "dropped": int((~ok).sum()),
-            "seed": int(seed)}
-    for i, name in enumerate(("R_D_star", "R_N_star")):
-      if ci[name] is not None:
-        w = _poorly_pinned(name.replace("_star", "*"), float(np.exp(p_best[5 + i])), ci[name],
-                           level, who[name])
-        warnings += [w] if w else []
-  else:
-    warnings.append("data-constrained: no bootstrap (--bootstrap=0), so R_D* and R_N* have "
-                    "no intervals")
-  return {
-      "R_D_star": float(np.exp(p_best[5])),
-      "R_N_star": float(np.exp(p_best[6])),
-      "ci": ci,
-      "fixed": [] if excess0 else ["R_N_star"],
-      "base": {k: float(v) for k, v in zip(opt.PARAM_NAMES, theta)},
-      "base_source": "joint" if joint else (base_source or "given"),
-      "points": int(len(N)),
-      "repeated": repeated,
-      "excess_params": excess,
-      "objective": F_best,
-      "bootstrap": boot,
-      "warnings": warnings,
-  }
+
+def search_box(N, D, U, theta) -> tuple[np.ndarray, np.ndarray]:
+  """(box in log R (2, 2), open ranges (2, 2)): rows R_D*, R_N*, from the runs' ratios."""
+  x, y = excess_ratios(N, D, U, theta)
+  ranges = np.array([dc_bounds.open_range(x[x > 0]), dc_bounds.open_range(y[y > 0])])
+  box = np.array([dc_bounds.search_bounds(*r) for r in ranges])
+  return box, ranges
 
 
 def fit_data_constrained(N, D, U, loss, theta, delta: float = 1e-3) -> dict[str, float]:
   """R_D*, R_N* for runs (N, D, U, loss) under the fixed base law `theta` (E, A, B, alpha, beta).
 
-  Returns R_D_star, R_N_star and the objective at the fit (`fit` below also fits the base law
-  jointly and gives bootstrap intervals).
+  Returns R_D_star, R_N_star and the objective at the fit (scaling.dc_two_stage also fits the
+  base law and gives bootstrap intervals).
   """
   N, D, U, loss = (np.asarray(x, np.float64) for x in (N, D, U, loss))
   if not (N.shape == D.shape == U.shape == loss.shape) or N.ndim != 1:
@@ -209,5 +173,10 @@ def fit_data_constrained(N, D, U, loss, theta, delta: float = 1e-3) -> dict[str,
   for name, x in (("N", N), ("D", D), ("U", U), ("loss", loss)):
     if not np.all(np.isfinite(x) & (x > 0)):
       raise UserError(f"fit_data_constrained: {name} must be finite and positive")
-  out = fit(N, D, U, loss, theta, joint=False, delta=delta)
-  return {k: out[k] for k in ("R_D_star", "R_N_star", "objective")}
+  if not np.any(D > U):
+    raise UserError("data-constrained fit: no run repeats data (D > U); R_D* cannot be "
+                    "fitted without runs whose unique pool is smaller than their tokens")
+  box, _ = search_box(N, D, U, theta)
+  free_N = bool(np.any(excess_ratios(N, D, U, theta)[1] > 0))
+  R_D, R_N, F = fit_R(N, D, U, loss, theta, box, free_N=free_N, delta=delta)
+  return {"R_D_star": R_D, "R_N_star": R_N, "objective": F}

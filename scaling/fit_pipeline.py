@@ -9,8 +9,9 @@ that cannot run is a UserError. The law written is the recommended approach's
 allocation law of Approach 2 (or 1). Asked for exactly one approach, the law is that one's.
 
 Runs that repeat data (D > U, scaling.runs) are left out of Approaches 1-3 and fitted by the
-data-constrained law (scaling.dc_fit) together with the rest, on the base law of a given
-law.json (`base_law`) or jointly from Approach 3's.
+data-constrained law (scaling.dc_two_stage) together with the rest: R_D*, R_N* on the base
+law of a given law.json (`base_law`), else on a base law fitted first to the runs that
+neither repeat data nor exceed N*(U).
 
 Warnings: each approach's own (its entry's `warnings`) and the fit's (too few runs, a poorly
 determined Approach 3, dropped bootstrap refits, disagreement, the data-constrained fit's)
@@ -28,9 +29,10 @@ import numpy as np
 
 from chinchax.scaling import bootstrap as bootstrap_lib
 from chinchax.scaling import agreement
+from chinchax.scaling import backtest, backtest_doc
 from chinchax.scaling import caveats
 from chinchax.scaling import data_checks
-from chinchax.scaling import dc_fit
+from chinchax.scaling import dc_two_stage
 from chinchax.scaling import envelope, isoflop, isoflop_bootstrap, parametric, power
 from chinchax.scaling import law_build
 from chinchax.errors import UserError
@@ -201,6 +203,12 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   if not entries and o.base_law is None:
     raise UserError("; ".join(skipped) + "; so no approach could be fitted")
 
+  bt = None
+  if entries:
+    log("backtest: refitting without the largest budgets ...")
+    bt = backtest.backtest(runs, backtest.refits(sorted(entries), o.delta))
+    for k in entries:
+      entries[k]["backtest"] = backtest_doc.miss(bt, k)
   for k in sorted(entries):
     warnings += [f"Approach {k}: {w}" for w in entries[k]["warnings"]]
   disagreements = agreement.agreement(entries)
@@ -218,7 +226,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
 
   dc = None
   if repeats.any():
-    dc = _data_constrained(all_runs, entries, fits, o, log, notes)
+    dc = _data_constrained(all_runs, o, log, warnings)
     if dc is not None:
       warnings += dc["warnings"]
 
@@ -244,26 +252,25 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   else:  # only the data-constrained law was fitted, on the given base law
     doc = _base_law_doc(o, common)
   doc["fit"]["disagreements"] = disagreements
+  if entries:
+    doc["backtest"] = law_build.plain(bt)
   return Fitted(doc=doc, runs=runs, fits=fits, draws=draws, level=o.ci)
 
 
-def _data_constrained(runs: Runs, entries, fits, o: Options, log, notes) -> dict | None:
-  if o.base_law is not None:
-    theta0, joint = o.base_law.theta, False
-  elif "3" in entries:
-    theta0, joint = np.array([entries["3"][k] for k in ("E", "A", "B", "alpha", "beta")]), True
-  else:
-    try:
-      fit3 = parametric.fit_parametric(runs.N, runs.D, runs.loss, delta=o.delta)
-    except UserError as e:
-      notes.append(f"data-constrained law skipped: no base law ({e}); give --base-law")
-      return None
-    theta0, joint = np.array([fit3.E, fit3.A, fit3.B, fit3.alpha, fit3.beta]), True
-  log(f"data-constrained law: R_D*, R_N*{' and the base law' if joint else ''}"
+def _data_constrained(runs: Runs, o: Options, log, said: list[str]) -> dict | None:
+  base = o.base_law
+  log(f"data-constrained law: {'R_D*, R_N*' if base else 'the base law, then R_D*, R_N*'}"
       f"{f', {o.bootstrap} resamples' if o.bootstrap else ''} ...")
-  return dc_fit.fit(runs.N, runs.D, runs.U, runs.loss, theta0, joint=joint,
-                    n_resamples=o.bootstrap, seed=o.seed, level=o.ci, delta=o.delta,
-                    base_source=o.base_source)
+  try:
+    return dc_two_stage.fit(runs.N, runs.D, runs.U, runs.loss,
+                            base=None if base is None else base.theta,
+                            base_samples=None if base is None else base.samples,
+                            base_source=o.base_source, n_resamples=o.bootstrap, seed=o.seed,
+                            level=o.ci, delta=o.delta)
+  except UserError as e:
+    said.append(f"data-constrained law skipped: "
+                 f"{str(e).removeprefix('data-constrained fit: ')}")
+    return None
 
 
 def _base_law_doc(o: Options, common: dict) -> dict:

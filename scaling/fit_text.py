@@ -54,8 +54,10 @@ def summary(law: ScalingLaw, n_runs: int) -> str:
   if doc["data_constrained"]:
     dc = doc["data_constrained"]
     ci = dc["ci"] or {}
-    lines.append("data-constrained law (Muennighoff et al. 2023), base "
-                 f"{'fitted jointly' if dc['base_source'] == 'joint' else dc['base_source']}: "
-                 f"R_D* = {fmt.num(dc['R_D_star'])} {fmt.interval(ci.get('R_D_star'))}, "
-                 f"R_N* = {fmt.num(dc['R_N_star'])} {fmt.interval(ci.get('R_N_star'))}")
+    said = dc.get("statements") or {}
+    lines.append("data-constrained law (Muennighoff et al. 2023), base law "
+                 f"{dc['base_source']}: "
+                 + "; ".join(said.get(k) or f"{k[:3]}* = {fmt.num(dc[k])} "
+                             f"{fmt.interval(ci.get(k))}" for k in ("R_D_star", "R_N_star")))
+    lines += [f"  {dc['depends_on_base']}"] if dc.get("depends_on_base") else []
   return "\n".join(lines)

@@ -11,7 +11,8 @@ Top-level keys: `schema`, `law`, `ci`, `optimal`, `approaches` (each approach's 
 its own `warnings`), `recommended` ({approach, why}: the approach the tool read the answer
 from), `warnings` (every caveat of the fit, approaches' included), `notes` (what was skipped
 and why), `data_constrained` (R_D*, R_N* of Muennighoff et al. 2023, or null),
-`conventions`, `fit`, `data`, `bootstrap`, `provenance`.
+`conventions`, `fit`, `data`, `bootstrap`, `provenance`, and optionally `backtest` (each
+approach refitted without the largest budgets, scored on them: scaling.backtest).
 
 A `chinchax/law/v1` file (always parametric, no recommendation) is read by `upgrade_v1`,
 which fills the new keys. `validate_law` raises a UserError naming the field.
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from chinchax.scaling import backtest_doc
 from chinchax.scaling import conventions
 from chinchax.scaling import optimum as opt
 from chinchax.scaling import power
@@ -151,13 +153,18 @@ def _data_constrained(dc: Any):
   if dc is None:
     return
   dc = obj(dc, "data_constrained", ("R_D_star", "R_N_star", "ci", "base"))
-  for name in ("R_D_star", "R_N_star"):
-    number(dc[name], f"data_constrained.{name}", "positive")
+  for name in ("R_D_star", "R_N_star"):  # null: the runs cannot tell it from 0 or ∞
+    number(dc[name], f"data_constrained.{name}", "positive", nullable=True)
   if dc["ci"] is not None:
     ci = obj(dc["ci"], "data_constrained.ci", ("level", "R_D_star", "R_N_star"))
     number(ci["level"], "data_constrained.ci.level", "unit")
     for name in ("R_D_star", "R_N_star"):  # null: held at the published value, not fitted
-      interval(ci[name], f"data_constrained.ci.{name}", "positive", nullable=True)
+      pair = ci[name]
+      if isinstance(pair, list) and len(pair) == 2 and None in pair:  # one-sided
+        for end in pair:
+          number(end, f"data_constrained.ci.{name}", "positive", nullable=True)
+      else:
+        interval(pair, f"data_constrained.ci.{name}", "positive", nullable=True)
   base = obj(dc["base"], "data_constrained.base", opt.PARAM_NAMES)
   number(base["E"], "data_constrained.base.E", "nonnegative")
   for name in opt.PARAM_NAMES[1:]:
@@ -246,6 +253,7 @@ def validate_law(doc: Any) -> dict[str, Any]:
   for name in ("N", "D", "C"):
     interval(data[name], f"data.{name}", "positive", nullable=True)
   _bootstrap(doc["bootstrap"], form)
+  backtest_doc.validate(doc.get("backtest"))
 
   prov = obj(doc["provenance"], "provenance", ("chinchax", "created", "inputs"))
   string(prov["chinchax"], "provenance.chinchax")

@@ -28,6 +28,7 @@ import numpy as np
 
 from chinchax.scaling import conventions
 from chinchax.scaling import data_constrained
+from chinchax.scaling import dc_bounds
 from chinchax.scaling import extrapolation as extrapolation_lib
 from chinchax.scaling import fmt
 from chinchax.scaling import inference
@@ -129,6 +130,10 @@ def data_constrained_plan(law: ScalingLaw, C: float, U: float,
   if fitted:
     theta = [fitted["base"][k] for k in opt.PARAM_NAMES]
     R_D, R_N, source = fitted["R_D_star"], fitted["R_N_star"], "fitted"
+    ci = fitted["ci"] or {}
+    (R_D, how_D), (R_N, how_N) = (dc_bounds.as_number(R_D, ci.get("R_D_star")),
+                                  dc_bounds.as_number(R_N, ci.get("R_N_star")))
+    warnings += [f"{k} is {how}" for k, how in (("R_D*", how_D), ("R_N*", how_N)) if how]
   else:
     theta = law.theta
     R_D, R_N, source = data_constrained.R_D_STAR, data_constrained.R_N_STAR, "published"
@@ -140,6 +145,7 @@ def data_constrained_plan(law: ScalingLaw, C: float, U: float,
       "R_N_star": R_N,
       "source": source,
       "ci": fitted["ci"] if fitted else None,
+      "statements": (fitted or {}).get("statements"),
       "optimal": best,
       "chinchilla": {"N": N0, "D": D0, "epochs": D0 / U,
                      "loss": float(data_constrained.loss(N0, D0, U, theta, R_D, R_N))},

@@ -76,8 +76,10 @@ def render(result: dict[str, Any]) -> str:
     chin, best_dc = dc["chinchilla"], dc["optimal"]
     where = "fitted to runs" if dc["source"] == "fitted" else "the published values"
     ci = dc.get("ci")
-    r_d = f"R_D*={fmt.num(dc['R_D_star'])}" + (f" {fmt.interval(ci['R_D_star'])}" if ci else "")
-    r_n = f"R_N*={fmt.num(dc['R_N_star'])}" + (f" {fmt.interval(ci['R_N_star'])}" if ci else "")
+    said = dc.get("statements") or {}
+    r_d, r_n = (said.get(name) or f"{k}={fmt.num(dc[f'{name}'])}"
+                + (f" {fmt.interval(ci[name])}" if ci and ci[name] else "")
+                for k, name in (("R_D*", "R_D_star"), ("R_N*", "R_N_star")))
     lines += ["", f"data-constrained (Muennighoff et al. 2023; {fmt.count(dc['unique_tokens'])} "
               f"unique tokens; {r_d}, {r_n}, {where})",
               _row("", "Chinchilla-optimal", "data-constrained optimal")]

@@ -6,8 +6,9 @@ best measured run of each budget, and Approach 2's minimum where the fit has it)
 `chinchax fit` prints them (scaling.caveats, from law.json), Approach 3's L(N, D) = E +
 A/N^alpha + B/D^beta with its bootstrap intervals, the exponents a, b of N* ∝ C^a,
 D* ∝ C^b per approach with intervals, the data-constrained R_D*, R_N* when fitted, the
-compute-optimal N*, D* for budgets beyond the sweep (`scaling.plan`), and links to the
-plots. `chinchax sweep` writes it at the end; this command rebuilds it.
+compute-optimal N*, D* for budgets beyond the sweep (`scaling.plan`), the pre-registered
+forecast against the run it was about (sweep config `forecast`, sweeps/forecast_score.py), and
+links to the plots. `chinchax sweep` writes it at the end; this command rebuilds it.
 """
 
 import json
@@ -16,11 +17,13 @@ import os
 
 from chinchax import atomic
 from chinchax.scaling import caveats
+from chinchax.scaling import forecast as forecast_lib
 from chinchax.scaling import records as records_lib
 from chinchax.scaling import law as law_lib
 from chinchax.scaling import law_schema
 from chinchax.scaling import plan as plan_lib
 from chinchax.errors import UserError
+from chinchax.sweeps import forecast_score
 
 PLOTS = ("isoflops", "optimal", "law")
 BEYOND = (1e1, 1e2, 1e3, 1e4)  # compute-optimal rows at these multiples of the top budget
@@ -130,10 +133,10 @@ def law_section(law: dict) -> list[str]:
   out += _table(["approach", "a", "b"], rows)
   dc = law.get("data_constrained")
   if dc:
-    c = dc.get("ci") or {}
-    out += ["", f"Data-constrained law (Muennighoff et al. 2023): R_D* = {dc['R_D_star']:.3g}"
-            f"{_ci(c.get('R_D_star'), '.3g')}, R_N* = {dc['R_N_star']:.3g}"
-            f"{_ci(c.get('R_N_star'), '.3g')}."]
+    said = dc.get("statements") or {k: f"{k[:3]}* = {dc[k]:.3g}" for k in ("R_D_star",
+                                                                            "R_N_star")}
+    out += ["", f"Data-constrained law (Muennighoff et al. 2023): {said['R_D_star']}, "
+            f"{said['R_N_star']}; base law {dc.get('base_source', '')}."]
   return out
 
 
@@ -153,6 +156,22 @@ def optimal_section(law: dict) -> list[str]:
           ] + _table(["C (FLOPs)", "N*", "D*", "D*/N*", "loss"], rows)
 
 
+def forecast_section(score: dict | None) -> list[str]:
+  """The pre-registered forecast (sweep config `forecast`) against what the runs reached."""
+  if not score:
+    return []
+  out = ["## Forecast", "", forecast_lib.score_line(score), ""]
+  if score.get("status") == "scored":
+    band = score.get("interval")
+    out += _table(["", "C", "N", "D", "loss"], [
+        ["forecast", _g(score["C"]), _g(score["N"]), _g(score["D"]),
+         _g(score["forecast"], ".4f") + (_ci(band, ".4f") if band else "")],
+        [f"actual ({score['run']})", "", _g(score["run_N"]), _g(score["run_D"]),
+         _g(score["actual"], ".4f")]]) + [""]
+  return out + [f"Forecast record: {score.get('forecast_path', '')}, law sha256 "
+                f"{score['law_sha256'][:12]}....", ""]
+
+
 def render(records: list[dict], law: dict | None, workdir: str,
            fit_error: str | None = None) -> str:
   out = [f"# Sweep report: {os.path.basename(os.fspath(workdir).rstrip('/'))}", ""]
@@ -163,6 +182,7 @@ def render(records: list[dict], law: dict | None, workdir: str,
     out += ["## Fit", "", "No law.json yet: run `chinchax fit` on this workdir.", ""]
   else:
     out += law_section(law) + [""] + optimal_section(law) + [""]
+  out += forecast_section(forecast_score.read_score(workdir))
   plots = [s for s in PLOTS if atomic.exists(os.path.join(workdir, "plots", f"{s}.png"))]
   if plots:
     out += ["## Plots", ""] + [f"![{s}](plots/{s}.png)" for s in plots] + [""]

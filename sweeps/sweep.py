@@ -28,7 +28,7 @@ from chinchax import atomic, killpoints
 from chinchax.errors import UserError
 from chinchax.sweeps.train import checkpoint
 from chinchax.scaling import records
-from chinchax.sweeps import data, estimate, executors, fit_adapter, report
+from chinchax.sweeps import data, estimate, executors, fit_adapter, forecast_score, report
 from chinchax.sweeps import progress as progress_lib
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps import job as job_lib
@@ -100,6 +100,8 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   """
   spec = spec_lib.resolve(config, workdir)
   executors.check(spec.executor)
+  if spec.config.forecast:  # a wrong path is refused before anything trains
+    forecast_score.load(spec.config.forecast)
   spec, opened = preflight(spec)
   lead = jax.process_index() == 0
   say = (lambda m: print(m, flush=True)) if lead else (lambda m: None)
@@ -152,6 +154,9 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   except UserError as e:
     fit_error = str(e)
     print(f"chinchax sweep: the fit failed: {fit_error}", file=sys.stderr)
+  if spec.config.forecast:
+    _, line = forecast_score.score_workdir(workdir, spec.config.forecast)
+    say(line)
   path = report.write_report(workdir, fit_error=fit_error)
   say(f"wrote {path}")
   return Result("done", tuple(failed), fit_error, path)

@@ -59,6 +59,8 @@ KEYS = (
     K("ray_num_gpus", 0.0, "ray: GPUs each cell's task holds"),
     K("ray_tpus", 0, "ray: TPU chips each cell's task holds"),
     K("bootstrap", 1000, "resamples of the fit's intervals (0: none)"),
+    K("forecast", "", "a forecast record (`chinchax forecast --out=...`) scored against the runs "
+      "when the sweep finishes, in report.md (empty: none)"),
     K("target", "", "the TPU slice the dry run compiles for (--compile), or a GPU node "
       "(h100:8) whose peak prices the dry run's time column"),
 )

@@ -8,7 +8,10 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+
+from chinchax.scaling import fmt
 
 from chinchax.scaling import caveats
 from chinchax.scaling import law as law_lib
@@ -109,24 +112,27 @@ def test_approach_2_writes_its_own_law(tmp_path, capsys):
 
 
 def test_a_csv_with_unique_tokens_fits_the_data_constrained_law(tmp_path, capsys):
-  """N, D, U, loss from Muennighoff et al.'s law at R_D* = 4, R_N* = 20 on the Chinchilla law:
-  the base law is fitted jointly, and law.json holds R_D*, R_N* with intervals."""
-  csv = syn.write_csv(tmp_path / "runs.csv", syn.repeated(4.0, 20.0, noise=0.002))
+  """N, D, U, loss from Muennighoff et al.'s law at R_D* = 4, R_N* = 20 on the Chinchilla law,
+  on a design like the published study's: the base law is fitted first (stage 1) and law.json
+  holds R_D*, R_N* with intervals that cover them, and names the base law they depend on."""
+  csv = syn.write_csv(tmp_path / "runs.csv", syn.muennighoff_design(4.0, 20.0, noise=0.003))
   out = tmp_path / "law.json"
-  assert cli.run(["fit", csv, f"--out={out}", "--bootstrap=100"]) == 0
+  assert cli.run(["fit", csv, f"--out={out}", "--bootstrap=100", "--approach=3"]) == 0
   printed = capsys.readouterr().out
   dc = json.loads(out.read_text())["data_constrained"]
-  assert dc["base_source"] == "joint" and dc["repeated"] == 50
-  assert dc["R_D_star"] == pytest.approx(4.0, rel=0.05)
-  assert dc["R_N_star"] == pytest.approx(20.0, rel=0.1)
+  assert dc["base_source"].startswith("stage 1: Approach 3 on the ") and dc["repeated"] == 126
+  assert "hold only with it" in dc["depends_on_base"]
   assert dc["ci"]["R_D_star"][0] < 4.0 < dc["ci"]["R_D_star"][1]
   assert dc["ci"]["R_N_star"][0] < 20.0 < dc["ci"]["R_N_star"][1]
-  for k, v in zip(("E", "A", "B", "alpha", "beta"), syn.HOFFMANN):
-    assert dc["base"][k] == pytest.approx(v, rel=0.05)
-  assert "data-constrained law (Muennighoff et al. 2023), base fitted jointly: R_D* = " in printed
+  base = [dc["base"][k] for k in ("E", "A", "B", "alpha", "beta")]
+  N, D = np.meshgrid(np.geomspace(1e7, 3e9, 5), np.geomspace(1e9, 1e11, 5))
+  assert syn.loss(N, D, base) == pytest.approx(syn.loss(N, D), rel=0.01)  # B, beta trade off
+  assert ("data-constrained law (Muennighoff et al. 2023), base law stage 1: Approach 3 on "
+          f"the {dc['base_runs']} runs") in printed
+  assert dc["statements"]["R_D_star"] in printed
   assert cli.run(["plan", f"--law={out}", "--flops=1e21", "--unique-tokens=1e10"]) == 0
   printed = capsys.readouterr().out
-  assert f"R_D*={dc['R_D_star']:.3g}" in printed and "fitted to runs)" in printed
+  assert dc["statements"]["R_D_star"] in printed and "fitted to runs)" in printed
 
 
 @pytest.mark.parametrize("flags,message", [

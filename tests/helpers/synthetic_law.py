@@ -75,3 +75,22 @@ def write_workdir(folder, runs: dict) -> str:
         "shape": {"d_model": 64, "n_layers": 2}, "steps": 100, "wall_s": 1.0}))
   (folder / "runs.jsonl").write_text("\n".join(lines) + "\n")
   return str(folder)
+
+
+def muennighoff_design(R_D, R_N, noise=0.005, seed=0, theta=HOFFMANN) -> dict:
+  """A design like Muennighoff et al.'s 2023 study: 7 sizes (10M-3B) trained for 1-64 epochs
+  of 3 unique pools (1e8, 1e9, 1e10 tokens), plus single-epoch runs of each size at 20-1000
+  tokens per parameter (those at or above the optimum are stage 1's base runs): 189 runs. R_N = inf: no
+  excess-parameter penalty."""
+  rng = np.random.default_rng(seed)
+  N, D, U = [], [], []
+  for n in np.geomspace(1e7, 3e9, 7):
+    for u in (1e8, 1e9, 1e10):
+      for e in (1, 2, 4, 8, 16, 32, 64):
+        N.append(n), D.append(e * u), U.append(u)
+    for ratio in (20, 50, 100, 200, 500, 1000):
+      N.append(n), D.append(ratio * n), U.append(ratio * n)
+  N, D, U = map(np.array, (N, D, U))
+  R_N = min(R_N, 1e15)  # N' = N to 1e-12 for every run here
+  L = dc.loss(N, D, U, np.asarray(theta), R_D, R_N) * np.exp(noise * rng.standard_normal(len(N)))
+  return {"N": N, "D": D, "U": U, "loss": L}

@@ -186,7 +186,7 @@ def test_data_constrained_constants_from_a_given_base_law(tmp_path):
   runs = syn.repeated(4.0, 20.0, noise=0.002, epochs=(2, 4, 8, 16, 40))
   law = chinchax.fit(runs, base_law=str(base), bootstrap=100, ci=0.95)
   dc = law.data_constrained
-  assert dc["base_source"] == str(base) and dc["repeated"] == 50
+  assert dc["base_source"] == f"given: {base}" and dc["repeated"] == 50
   assert dc["R_D_star"] == pytest.approx(4.0, rel=0.05)
   assert dc["R_N_star"] == pytest.approx(20.0, rel=0.2)
   assert dc["ci"]["level"] == 0.95
@@ -219,9 +219,9 @@ def test_an_unidentified_or_poorly_pinned_constant_is_warned_about():
   dc = law.data_constrained
   assert dc["excess_params"] == 3 and dc["fixed"] == []
   lo, hi = dc["ci"]["R_N_star"]
-  assert hi > 10 * lo
+  assert hi is None or hi > 10 * lo  # 3 runs do not bound R_N* (20) above
   (w,) = [w for w in law.warnings if "R_N*" in w]
-  assert f"R_N* = {fmt.num(dc['R_N_star'])} is poorly pinned: its 90% interval " in w
-  assert "spans more than 10x" in w and "(N > N*(min(D, U)); 3 here)" in w
+  assert w.startswith(f"data-constrained: R_N* = {fmt.num(dc['R_N_star'])} [")
+  assert "(N > N*(min(D, U)); 3 here)" in w
   assert not any("R_D*" in w for w in law.warnings)
   assert law.to_dict()["data_constrained"]["warnings"] == [w]
