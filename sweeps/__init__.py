@@ -1,3 +1,4 @@
-"""How runs are made and run: the single run (`run/`) and what it uses (`data/`, `step`,
-`optimizer`, `checkpoint`, `metrics`); the grid, the sweep and its executors, WSD and the
-report over it; the CLI (`cli/`) and the configs (`configs/`). docs/DESIGN.md has the map."""
+"""How runs are made and run: the sweep's own modules here (grid, spec, jobs, executors, WSD,
+report, dry run, console, lock), one training run in `train/`, accelerator readiness in
+`accel/`, the data in `data/`, the CLI in `cli/` and the configs in `configs/`; no folder
+imports from one above it. docs/DESIGN.md has the map."""

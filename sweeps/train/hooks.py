@@ -1,6 +1,6 @@
 """The training-craft features of a run, as hooks the loop calls at fixed points.
 
-The loop (run/loop.py) knows no feature: it calls every hook of its `Setup.hooks` at each of
+The loop (sweeps/train/loop.py) knows no feature: it calls every hook of its `Setup.hooks` at each of
 these points, and a feature the config leaves off has no hook.
 
     before_step(k)               host side, before batch k trains (mixture: count its sources)

@@ -7,7 +7,7 @@ The loop reads an `Inputs` without knowing which it holds:
     evaluate(eval_step, params) (eval loss, the extra fields of the eval row)
     eval_bytes()                UTF-8 bytes under the eval targets (bits per byte), or None
 
-`Mixture` is also a hook (run/hooks.py): it counts the tokens each source gave, logs them and
+`Mixture` is also a hook (sweeps/train/hooks.py): it counts the tokens each source gave, logs them and
 the current weights, and evaluates every source on its own validation split.
 """
 

@@ -2,10 +2,10 @@
 
     record = train(config, workdir)
 
-reads top to bottom: the setup (run/setup.py: checks that fail before compute, data, model,
+reads top to bottom: the setup (sweeps/train/setup.py: checks that fail before compute, data, model,
 restore) → steps (train, log, eval, checkpoint, stop) → the final eval → the run record
 (`record_of`, written as result.json by scaling/records.py). The training-craft features (mixtures, sequence-length warmup, early
-stopping, the best checkpoint, WSD branch points) are hooks (run/hooks.py) the loop calls at
+stopping, the best checkpoint, WSD branch points) are hooks (sweeps/train/hooks.py) the loop calls at
 fixed points; it has no feature flags of its own. Batch k is a function of (seed, k) alone and
 the state holds the step, so a run resumed from a checkpoint continues the exact trajectory of
 one never stopped.

@@ -1,12 +1,12 @@
 """Everything one run needs, built once before its first step: `build(c, workdir) -> Setup`.
 
-In the order that fails before compute: the config checked (run/config.py); the data opened,
+In the order that fails before compute: the config checked (sweeps/train/config.py); the data opened,
 its vocabulary checked against the model's; the mesh made over the run's devices and the
 batch checked against it; the validation split checked against the eval tokens. Then the
 optimizer and the step functions (`make_model`, also what `chinchax eval` rebuilds a run
 with), the workdir's config.json, the state (the run's newest checkpoint that loads, else
 `init_from`'s, else a fresh init), the metrics writer and one hook per feature the config
-turns on (run/hooks.py). A WSD branch is an ordinary run whose config sets `init_from`.
+turns on (sweeps/train/hooks.py). A WSD branch is an ordinary run whose config sets `init_from`.
 """
 
 import dataclasses
