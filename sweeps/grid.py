@@ -40,6 +40,7 @@ from chinchax.scaling import conventions
 from chinchax.scaling.conventions import Shape
 from chinchax.errors import UserError
 from chinchax.sweeps import grid_checks
+from chinchax.sweeps import hparams_grid
 from chinchax.sweeps import prior as prior_lib
 from chinchax.sweeps import recipe as recipe_lib
 
@@ -118,6 +119,9 @@ def base_config(train: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   c.ray_num_gpus = 0.0
   c.ray_tpus = 0
   c.bootstrap = 1000         # resamples of the fit's intervals (0: none)
+  # An LR x batch grid around the recipe's guess at every cell (sweeps/hparams_grid.py): the
+  # sweep then measures the hyperparameters (`chinchax fit-hparams`) instead of a scaling law.
+  c.hparams = ml_collections.ConfigDict(dict(lr_factors=(), batch_factors=()))
   # The TPU slice the sweep is for ("v5p:2x2x4"; empty: none): what `--dry-run` times cells on
   # and `--dry-run --compile` compiles for (sweeps/dry_run.py).
   c.target = ""
@@ -235,7 +239,8 @@ def make_grid(sweep_cfg: ml_collections.ConfigDict,
         refusals.append(f"{t.name}: refused: {result}")
       else:
         cells.append(result)
-  return cells, refusals
+  cells, more = hparams_grid.expand(cells, cfg, rec)
+  return cells, refusals + more
 
 
 def _cell(t: _Target, cfg, rec: recipe_lib.Recipe) -> Cell | str:

@@ -107,6 +107,10 @@ SWEEP = {
     "ray_num_gpus": "ray: GPUs each cell's task holds",
     "ray_tpus": "ray: TPU chips each cell's task holds",
     "bootstrap": "resamples of the fit's intervals (0: none)",
+    "hparams.lr_factors": "an LR grid: each cell trained at these multiples of the recipe's LR "
+                          "(then the sweep fits hparams.json, not law.json)",
+    "hparams.batch_factors": "a batch grid: each cell trained at these multiples of the "
+                             "recipe's batch",
     "target": "the TPU slice the dry run compiles for (--compile), or a GPU node (h100:8) "
               "whose peak prices the dry run's time column",
 }
