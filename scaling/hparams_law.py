@@ -79,7 +79,8 @@ def fit(fits, which: str, vs, *, bootstrap: int, ci: float, rng) -> dict:
   names = ["coef"] + list(vs)
   ci_of = {}
   if len(draws):
-    vals = np.column_stack([np.exp(draws[:, 0]), draws[:, 1:]])
+    with np.errstate(over="ignore"):  # a replicate far off: inf, at the percentile tail
+      vals = np.column_stack([np.exp(draws[:, 0]), draws[:, 1:]])
     for j, n in enumerate(names):
       ci_of[n] = [float(np.percentile(vals[:, j], lo_q)), float(np.percentile(vals[:, j], hi_q))]
   resid = y - X @ theta

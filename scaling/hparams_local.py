@@ -59,6 +59,7 @@ class Window:
   cols: tuple[str, ...]
   x0: float            # ln LR and ln batch the design is centred on (the best run)
   y0: float
+  y_fix: float | None  # the batch (centred) the LR is read at, when not the fitted one
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -130,26 +131,40 @@ def optimum(point, *, lr_window: int = LR_WINDOW, batch_window: int = BATCH_WIND
     cols += ("xy",)
   X = _design(x, y, cols)
   beta = fit_loss(cols, X, loss[inw])
-  stat, H = solve(cols, beta)
+  stat, _ = solve(cols, beta)
   if stat is None and "xy" in cols:  # a saddle from the cross term alone: read the axes apart
     cols = cols[:-1]
     X = _design(x, y, cols)
     beta = fit_loss(cols, X, loss[inw])
-    stat, H = solve(cols, beta)
+    stat, _ = solve(cols, beta)
   fitted = X @ beta
-  window = Window(X, fitted, loss[inw] - fitted, cols, float(x0), float(y0))
   b = dict(zip(cols, beta))
-  if stat is None:
-    flags_lr = ("flat",) if b["xx"] <= 0 else ()
-    flags_b = ("flat",) if fit_b and b["yy"] <= 0 else (() if fit_b else ("single",))
+  # The LR is read at the fitted batch when that lies inside the batch grid; else (a batch
+  # optimum past the grid's edge, or no batch minimum) at the batch grid value nearest it:
+  # the best LR the runs can vouch for, not one at an extrapolated batch.
+  y_fix = None
+  if fit_b:
+    grid_y = ys - y0
+    if stat is None:
+      y_fix = 0.0
+    elif int(np.argmin(np.abs(grid_y - stat[1]))) in (0, len(grid_y) - 1):
+      y_fix = float(np.clip(stat[1], grid_y.min(), grid_y.max()))
+  window = Window(X, fitted, loss[inw] - fitted, cols, float(x0), float(y0), y_fix)
+  xo = _lr_at(b, y_fix) if y_fix is not None else (stat[0] if stat is not None else None)
+  if xo is None:
     best = float(loss[k])
-    return PointFit(point.N, point.D, len(loss), diverged, best,
-                    Axis(flags=flags_lr or ("flat",)), Axis(flags=flags_b or ("flat",)), window)
-  xo, yo = stat[0], (stat[1] if fit_b else 0.0)
+    flags_b = ("flat",) if fit_b else ("single",)
+    return PointFit(point.N, point.D, len(loss), diverged, best, Axis(flags=("flat",)),
+                    Axis(flags=flags_b), window)
+  yo = y_fix if y_fix is not None else (stat[1] if fit_b else 0.0)
   L = float(_design(np.array([xo]), np.array([yo]), cols)[0] @ beta)
   lr = _axis(xo, x0, b["xx"], x, xs - x0, L, flat_rtol, tol)
-  bt = (_axis(yo, y0, b["yy"], y, ys - y0, L, flat_rtol, tol)
-        if fit_b else Axis(flags=("single",)))
+  if not fit_b:
+    bt = Axis(flags=("single",))
+  elif stat is None:
+    bt = Axis(flags=("flat",))
+  else:
+    bt = _axis(stat[1], y0, b["yy"], y, ys - y0, L, flat_rtol, tol)
   return PointFit(point.N, point.D, len(loss), diverged, L, lr, bt, window)
 
 
@@ -168,10 +183,21 @@ def _axis(o, centre, a, used, grid, L, flat_rtol, tol) -> Axis:
               tuple(flags))
 
 
+def _lr_at(b: dict, y: float) -> float | None:
+  """The LR (centred) that minimises the quadratic at batch y; None without curvature."""
+  if b["xx"] <= 0:
+    return None
+  return -(b["x"] + b.get("xy", 0.0) * y) / (2 * b["xx"])
+
+
 def refit(window: Window, loss: np.ndarray) -> tuple[float | None, float | None]:
-  """(LR, batch) optimum offsets (centred, ln units) of the window refitted to `loss`."""
+  """(LR, batch) optimum offsets (centred, ln units) of the window refitted to `loss`, the
+  LR read as the point's was (at `y_fix` when set)."""
   beta = fit_loss(window.cols, window.X, loss)
   stat, _ = solve(window.cols, beta)
+  y = float(stat[1]) if stat is not None and "y" in window.cols else None
+  if window.y_fix is not None:
+    return _lr_at(dict(zip(window.cols, beta)), window.y_fix), y
   if stat is None:
     return None, None
-  return float(stat[0]), (float(stat[1]) if "y" in window.cols else None)
+  return float(stat[0]), y

@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 from chinchax.scaling import hparams_law, hparams_runs, plots
 
@@ -29,7 +30,8 @@ def plot_lr(points: list[hparams_runs.Point], doc: dict, stem: str) -> list[str]
     for b, color in zip(Bs, plots._colors(len(Bs))):  # pylint: disable=protected-access
       sel = p.B == b
       ok = sel & np.isfinite(p.loss)
-      ax.plot(p.lr[ok], p.loss[ok], "o-" if b == B else "o:", color=color, ms=4,
+      order = np.argsort(p.lr[ok])
+      ax.plot(p.lr[ok][order], p.loss[ok][order], "o-" if b == B else "o:", color=color, ms=4,
               label=f"B={b:.3g}")
       bad = sel & ~np.isfinite(p.loss)
       if bad.any():
@@ -41,6 +43,7 @@ def plot_lr(points: list[hparams_runs.Point], doc: dict, stem: str) -> list[str]
     if fit["lr"]["within_tol"]:
       ax.axvspan(*fit["lr"]["within_tol"], color="grey", alpha=0.15)
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_title(f"N={p.N:.3g}, D={p.D:.3g}" + (
         f" ({', '.join(fit['lr']['flags'])})" if fit["lr"]["flags"] else ""), fontsize=9)
     ax.set_xlabel("peak LR")

@@ -12,7 +12,7 @@ from chinchax.sweeps.configs import smoke
 SIZES = (smoke.LADDER[0], smoke.LADDER[2])    # 10.1k and 33.5k parameters
 TOKENS_PER_PARAM = (8, 24)                    # two cooldown branches per WSD run
 LR_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)       # around the smoke sweep's LR line
-BATCH_FACTORS = (0.5, 1.0, 2.0)               # 4, 8, 16 sequences of 64 bytes
+BATCH_FACTORS = (0.25, 0.5, 1.0)              # 2, 4, 8 sequences of 64 bytes
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
