@@ -86,3 +86,16 @@ def fit(inputs, *, lr_vars=("N", "D"), batch_vars=("D",), bootstrap: int = 1000,
       "warnings": warnings,
   }
   return hparams_file.validate(doc)
+
+
+def fit_and_write(paths, out: str, *, plots: str | None = None, **kw) -> tuple[dict, list[str]]:
+  """`fit(paths, **kw)` written to `out` (and its plots to the folder `plots`); returns (the
+  document, the files written)."""
+  doc = fit(paths, **kw)
+  hparams_file.save(out, doc)
+  written = [out]
+  if plots:
+    from chinchax.scaling import hparams_plots  # pylint: disable=g-import-not-at-top
+    points = hparams_runs.points(hparams_runs.read(paths)[0])
+    written += hparams_plots.write_plots(points, doc, plots)
+  return doc, written

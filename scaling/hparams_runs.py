@@ -119,7 +119,9 @@ def read_jsonl(path: str) -> tuple[list[Run], dict]:
                     str(r.get("name", ""))))
     meta["seq_len"].add(int(seq_len))
     meta["schedule"].add(str(r.get("schedule") or h.get("schedule") or ""))
-    meta["optimizer"].add(str(h.get("optimizer") or h.get("name") or "adamw"))
+    meta["optimizer"].add("adamw " + ", ".join(
+        f"{k}={h[k]:g}" for k in ("b1", "b2", "weight_decay", "clip_norm", "final_lr_ratio")
+        if isinstance(h.get(k), (int, float))))
   return runs, {k: sorted(v) for k, v in meta.items()}
 
 

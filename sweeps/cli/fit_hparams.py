@@ -17,7 +17,7 @@ import sys
 
 from chinchax import atomic
 from chinchax.errors import UserError
-from chinchax.scaling import hparams_file, hparams_fit, hparams_law, hparams_text
+from chinchax.scaling import hparams_fit, hparams_law, hparams_text
 from chinchax.sweeps.cli import argtypes
 
 
@@ -61,21 +61,6 @@ def _parser() -> argparse.ArgumentParser:
   return p
 
 
-def run(paths, out, *, lr_vars="N,D", batch_vars="D", bootstrap=1000, ci=0.9, tol=0.01,
-        plots=None, seed=0) -> tuple[dict, list[str]]:
-  """Fits, writes hparams.json (and plots); returns (the document, the files written)."""
-  doc = hparams_fit.fit(paths, lr_vars=hparams_law.variables(lr_vars, "--lr-vars"),
-                        batch_vars=hparams_law.variables(batch_vars, "--batch-vars"),
-                        bootstrap=bootstrap, ci=ci, tol=tol, seed=seed)
-  hparams_file.save(out, doc)
-  written = [out]
-  if plots:
-    from chinchax.scaling import hparams_plots, hparams_runs  # pylint: disable=g-import-not-at-top
-    written += hparams_plots.write_plots(hparams_runs.points(hparams_runs.read(paths)[0]), doc,
-                                         plots)
-  return doc, written
-
-
 def public(doc: dict) -> dict:
   """The document as --json prints it: without the bootstrap draws."""
   out = dict(doc)
@@ -93,9 +78,10 @@ def main(argv: list[str]) -> int:
   for path in args.runs:
     atomic.check_backend(path, None)
   atomic.check_backend(args.out, "--out")
-  doc, written = run(args.runs, args.out, lr_vars=args.lr_vars, batch_vars=args.batch_vars,
-                     bootstrap=args.bootstrap, ci=args.ci, tol=args.tol, plots=args.plots,
-                     seed=args.seed)
+  doc, written = hparams_fit.fit_and_write(
+      args.runs, args.out, lr_vars=hparams_law.variables(args.lr_vars, "--lr-vars"),
+      batch_vars=hparams_law.variables(args.batch_vars, "--batch-vars"),
+      bootstrap=args.bootstrap, ci=args.ci, tol=args.tol, plots=args.plots, seed=args.seed)
   if args.json:
     print(json.dumps(public(doc)))
   else:
