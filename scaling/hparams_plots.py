@@ -79,6 +79,7 @@ def plot_optimum(doc: dict, which: str, stem: str) -> list[str]:
                         alpha=0.15)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(v)
     ax.set_ylabel("peak LR" if which == "lr" else "batch (tokens)")
     ax.legend(fontsize=6)
