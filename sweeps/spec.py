@@ -92,6 +92,8 @@ def _series_name(key, group) -> str:
   """A fixed-N series keeps its name; the IsoFLOP cells of one shape are `C-N<N>`."""
   if isinstance(key, str):
     return key
+  if "-lr" in group[0].name:  # an LR x batch grid's cell: its LR and batch name the run too
+    return "C-" + group[0].name.split("-", 1)[1]
   return "C-" + group[0].name.split("-")[1]
 
 

@@ -20,9 +20,17 @@ def _write_csv(path, runs):
   return path
 
 
-@pytest.fixture(name="grid_csv")
-def _grid_csv(tmp_path):
-  return _write_csv(tmp_path / "grid.csv", S.runs(np.random.default_rng(0)))
+@pytest.fixture(name="grid_csv", scope="module")
+def _grid_csv(tmp_path_factory):
+  return _write_csv(tmp_path_factory.mktemp("grid") / "grid.csv",
+                    S.runs(np.random.default_rng(0)))
+
+
+@pytest.fixture(name="good_text", scope="module")
+def _good_text(grid_csv):
+  out = grid_csv.parent / "good.json"
+  assert cli.run(["fit-hparams", str(grid_csv), f"--out={out}", "--bootstrap=5"]) == 0
+  return out.read_text()
 
 
 def test_json_holds_both_laws_with_intervals_and_ranges(grid_csv, tmp_path, capsys):
@@ -55,7 +63,7 @@ def test_c_form_and_n_form(grid_csv, tmp_path, capsys):
 
 
 def test_text_output_lists_points_and_laws(grid_csv, tmp_path, capsys):
-  assert cli.run(["fit-hparams", str(grid_csv), f"--out={tmp_path}/h.json", "--bootstrap=50",
+  assert cli.run(["fit-hparams", str(grid_csv), f"--out={tmp_path}/h.json", "--bootstrap=20",
                   f"--plots={tmp_path}/plots"]) == 0
   out = capsys.readouterr().out
   assert out.count("interior") == 9 and "LR law:" in out and "batch law:" in out
@@ -82,12 +90,6 @@ def test_plan_prints_lr_and_batch_with_intervals(grid_csv, tmp_path, capsys):
   assert "peak LR" in text and "batch (tokens)" in text and "(90%)" in text
 
 
-def _doc_text(grid_csv, tmp_path) -> str:
-  out = tmp_path / "good.json"
-  assert cli.run(["fit-hparams", str(grid_csv), f"--out={out}", "--bootstrap=5"]) == 0
-  return out.read_text()
-
-
 @pytest.mark.parametrize("edit, message", [
     (lambda t: t[:len(t) // 2], "is not valid JSON"),
     (lambda t: "", "is not valid JSON"),
@@ -98,9 +100,9 @@ def _doc_text(grid_csv, tmp_path) -> str:
     (lambda t: json.dumps({**json.loads(t), "lr": {**json.loads(t)["lr"], "exponents": {}}}),
      "lr.exponents"),
 ])
-def test_a_damaged_hparams_json_is_one_line(grid_csv, tmp_path, capsys, edit, message):
+def test_a_damaged_hparams_json_is_one_line(good_text, tmp_path, capsys, edit, message):
   bad = tmp_path / "bad.json"
-  bad.write_text(edit(_doc_text(grid_csv, tmp_path)))
+  bad.write_text(edit(good_text))
   capsys.readouterr()
   assert cli.run(["plan", "--preset=hoffmann2022", "--flops=1e19", f"--hparams={bad}"]) == 2
   err = capsys.readouterr().err

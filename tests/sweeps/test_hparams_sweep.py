@@ -156,3 +156,26 @@ def test_a_sweep_with_lr_from_a_law_trains_end_to_end(tmp_path):
     assert r["hparams"]["peak_lr"] == pytest.approx(
         hparams_law.predict(doc["lr"], values)[0], rel=1e-3)
   assert "The fit failed" in (wd / "report.md").read_text()
+
+
+def test_isoflop_wsd_runs_of_a_grid_stay_apart():
+  # With schedule='wsd' one run per (shape, batch, LR): each LR and batch names its own job.
+  from chinchax.sweeps import spec  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.configs import smoke  # pylint: disable=g-import-not-at-top
+  c = smoke.get_config()
+  c.hparams.lr_factors, c.hparams.batch_factors = (0.5, 1, 2), (0.5, 1)
+  jobs = spec.resolve(c, "/nonexistent").jobs
+  assert len(jobs) == len({j.name for j in jobs}) == 9 * 3 * 2
+  for j in jobs:  # every branch of a job has the job's LR and batch
+    assert f"-lr{j.config.optimizer.peak_lr:.3g}".replace("e-0", "e-") in j.name
+    assert f"-B{j.config.batch_size}-wsd" in j.name
+
+
+def test_grid_refusals_are_named():
+  c = hparams_smoke.get_config()
+  c.hparams.batch_factors = (0.01, 0.02, 1)  # both round to one sequence
+  c.min_steps = 2000  # 10.1k x 8 tokens/param at 8 sequences has 158 steps
+  cells, refusals = grid.make_grid(c)
+  assert any("rounds to 1 sequences, as another factor does" in r for r in refusals)
+  assert any("steps < min_steps=2000" in r for r in refusals)
+  assert all(x.steps >= 2000 for x in cells)
