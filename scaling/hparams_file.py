@@ -62,7 +62,8 @@ def _law(law, where: str) -> None:
   if not (isinstance(law["exponents"], dict) and set(law["exponents"]) == set(vs)):
     _fail(f"{where}.exponents", f"must name exactly {', '.join(vs)}")
   for v in vs:
-    _num(law["exponents"][v], f"{where}.exponents.{v}")
+    if abs(_num(law["exponents"][v], f"{where}.exponents.{v}")) > 10:
+      _fail(f"{where}.exponents.{v}", f"{law['exponents'][v]} is beyond ±10, no scaling law")
     if not isinstance(law["range"], dict) or v not in law["range"]:
       _fail(f"{where}.range", f"lacks {v}")
     _pair(law["range"][v], f"{where}.range.{v}")
@@ -97,6 +98,8 @@ def validate(doc: Any) -> dict:
   for k in ("conventions", "settings", "provenance"):
     if not isinstance(doc[k], dict):
       _fail(k, "not an object")
+  if "ci" in doc["settings"] and not 0 < _num(doc["settings"]["ci"], "settings.ci") < 1:
+    _fail("settings.ci", f"must be in (0, 1), got {doc['settings']['ci']}")
   return doc
 
 

@@ -123,11 +123,19 @@ def predict(law: dict, values: dict, ci: float | None = None) -> tuple[float, li
   vs = law["vars"]
   logs = np.array([1.0] + [math.log(values[v]) for v in vs])
   theta = np.array([math.log(law["coef"])] + [law["exponents"][v] for v in vs])
-  value = float(math.exp(logs @ theta))
+  log_value = float(logs @ theta)
+  if not abs(log_value) < 700:
+    raise UserError(f"the law {law['form']} gives e^{log_value:.4g} at "
+                    + ", ".join(f"{v}={values[v]:.3g}" for v in vs) + ", beyond a float")
+  value = math.exp(log_value)
   draws = np.asarray(law.get("draws") or [], float)
   if not len(draws):
     return value, None
   level = 0.9 if ci is None else ci
-  preds = np.exp(draws @ logs)
+  log_preds = draws @ logs
+  log_preds = log_preds[np.abs(log_preds) < 700]
+  if not len(log_preds):
+    return value, None
+  preds = np.exp(log_preds)
   return value, [float(np.percentile(preds, 50 * (1 - level))),
                  float(np.percentile(preds, 50 * (1 + level)))]
