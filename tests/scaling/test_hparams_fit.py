@@ -109,3 +109,15 @@ def test_a_batch_optimum_past_the_grid_reads_the_lr_at_the_grids_edge():
     B_edge = float(np.min(p.B))  # the window's smallest batch is the grid's smallest
     want = S.lr_opt(p.N, p.D) * (B_edge / S.batch_opt(p.D))**0.5
     assert fit["lr"]["opt"] == pytest.approx(want, rel=1e-6)
+
+
+def test_csv_failed_empty_and_infinite_losses_read_as_diverged(tmp_path):
+  path = tmp_path / "runs.csv"
+  path.write_text("N,D,lr,batch_tokens,loss,status\n1e7,2e8,1e-3,512,2.5,done\n"
+                  "1e7,2e8,2e-3,512,,done\n1e7,2e8,4e-3,512,inf,done\n"
+                  "1e7,2e8,8e-3,512,2.4,failed\n1e7,2e8,1.6e-2,512,nan,\n")
+  runs, _ = hparams_runs.read([str(path)])
+  assert [r.loss for r in runs][0] == 2.5
+  assert all(math.isnan(r.loss) for r in runs[1:])
+  fit = hparams_local.optimum(hparams_runs.points(runs)[0])
+  assert fit.diverged == 4 and fit.runs == 5
