@@ -120,7 +120,7 @@ def optimum(point, *, lr_window: int = LR_WINDOW, batch_window: int = BATCH_WIND
   k = int(np.flatnonzero(good)[np.argmin(loss[good])])
   xw, yw = _window(xs, x_all[k], lr_window), _window(ys, y_all[k], batch_window)
   inw = good & np.isin(x_all, xw) & np.isin(y_all, yw)
-  # Centred on the best run, scaled to grid steps: a well-conditioned design.
+  # Centred on the best run: a well-conditioned design whatever the units.
   x0, y0 = x_all[k], y_all[k]
   x, y = x_all[inw] - x0, y_all[inw] - y0
   fit_lr, fit_b = len(np.unique(x)) >= 3, len(np.unique(y)) >= 3
