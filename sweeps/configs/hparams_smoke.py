@@ -36,9 +36,13 @@ batch), so no batch law: measuring it at these sizes needs batches of one sequen
 D, more than a 5-minute CPU budget holds. Four points for three parameters leave wide
 intervals; the exponents' signs are what the points determine.
 
-Time: 190 s of CPU for the 30 runs, the fit and the plots; 571 s of wall time on the shared
-2-core machine at a load average of 10-14 (the sweep got 0.33 of a core), so the wall time
-on two idle cores is what the CPU time allows, under 5 minutes, and not measured here.
+Time (bench/hparams_smoke_bench.py, the shared 2-core machine): 375 s of wall time and
+197 s of CPU with the compile cache off (CHINCHAX_COMPILE_CACHE=off) at a load average of
+8.5-14.6, and 571 s wall, 190 s CPU with a warm cache at 10-14; both runs gave the table
+above to the last digit. The sweep got 0.33-0.52 of a core there, so its wall time followed
+the other processes; what it needs is its CPU time over two cores (two cells at a time)
+plus about 15 s of data opening, fit and plots: about 2 minutes on two idle cores, an
+estimate from those figures, not a measurement.
 """
 
 import ml_collections
