@@ -75,12 +75,14 @@ def fit(fits, which: str, vs, *, bootstrap: int, ci: float, rng) -> dict:
     warnings.append(f"{which} law: {len(used)} points for {X.shape[1]} parameters, an exact "
                     "fit; nothing checks the form")
   draws = _bootstrap(used, which, X, bootstrap, rng)
+  # A replicate whose optimum ran off to e^±700 (a window with almost no curvature) is no
+  # law a float can hold: dropped, and counted in `bootstrap.replicates`.
+  draws = draws[np.all(np.isfinite(draws), axis=1) & (np.abs(draws[:, 0]) < 700)]
   lo_q, hi_q = 50 * (1 - ci), 50 * (1 + ci)
   names = ["coef"] + list(vs)
   ci_of = {}
   if len(draws):
-    with np.errstate(over="ignore"):  # a replicate far off: inf, at the percentile tail
-      vals = np.column_stack([np.exp(draws[:, 0]), draws[:, 1:]])
+    vals = np.column_stack([np.exp(draws[:, 0]), draws[:, 1:]])
     for j, n in enumerate(names):
       ci_of[n] = [float(np.percentile(vals[:, j], lo_q)), float(np.percentile(vals[:, j], hi_q))]
   resid = y - X @ theta
