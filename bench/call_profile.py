@@ -57,11 +57,12 @@ def profile(config: str) -> dict:
     if callee is None:
       return
     caller_frame = frame.f_back
-    # Skip frames of third-party code between two of ours (jax's tracing calls our step).
+    # Skip frames of third-party code between two of ours (jax's tracing calls our step), and
+    # an import's module body: the caller is the nearest function of ours.
     while caller_frame is not None:
       p = caller_frame.f_code.co_filename
       c = cache[p] if p in cache else cache.setdefault(p, _ours(p))
-      if c is not None:
+      if c is not None and caller_frame.f_code.co_flags & inspect.CO_NEWLOCALS:
         break
       caller_frame = caller_frame.f_back
     with lock:

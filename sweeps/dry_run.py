@@ -32,6 +32,7 @@ from chinchax.scaling import conventions
 from chinchax.errors import UserError
 from chinchax.sweeps.accel import aot, aot_cache, hardware, readiness
 from chinchax.sweeps import estimate, table
+from chinchax.sweeps import recipe as recipe_lib
 from chinchax.sweeps import spec as spec_lib
 
 HEADROOM = 0.10
@@ -158,7 +159,9 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
       seconds = lambda cell: cell.flops_6ND / rate
       how = (f"time at {estimate.ASSUMED_MFU:.0%} of the {n} x {peak:.3g} "
              f"FLOP/s peak of the target {name} (6ND FLOPs)")
-    print(table.format_table(cells, refusals, seconds=seconds))
+    rec = recipe_lib.from_config(c.recipe)
+    print(table.format_table(cells, refusals, seconds=seconds, source=rec.source(),
+                             notes=rec.law_notes(cells)))
     print(how)
     print("unique tokens and the vocabulary are checked when the data is opened for training")
     return 0

@@ -40,6 +40,7 @@ from chinchax.scaling import conventions
 from chinchax.scaling.conventions import Shape
 from chinchax.errors import UserError
 from chinchax.sweeps import grid_checks
+from chinchax.sweeps import hparams_grid
 from chinchax.sweeps import prior as prior_lib
 from chinchax.sweeps import recipe as recipe_lib
 
@@ -196,7 +197,8 @@ def make_grid(sweep_cfg: ml_collections.ConfigDict,
         refusals.append(f"{t.name}: refused: {result}")
       else:
         cells.append(result)
-  return cells, refusals
+  cells, more = hparams_grid.expand(cells, cfg, rec)
+  return cells, refusals + more
 
 
 def _cell(t: _Target, cfg, rec: recipe_lib.Recipe) -> Cell | str:
@@ -208,7 +210,7 @@ def _cell(t: _Target, cfg, rec: recipe_lib.Recipe) -> Cell | str:
   else:
     D_target = t.ratio * N
     budget = per_token * D_target
-  batch = rec.batch_size(budget, D_target, seq_len, cfg.min_steps)
+  batch = rec.batch_size(budget, D_target, seq_len, cfg.min_steps, N=N)
   steps = round(D_target / (batch * seq_len))
   if steps < cfg.min_steps:
     return (f"{steps} steps < min_steps={cfg.min_steps} even at the smallest batch "
@@ -217,7 +219,7 @@ def _cell(t: _Target, cfg, rec: recipe_lib.Recipe) -> Cell | str:
   counts = conventions.counts(s, D)
   return Cell(
       name=t.name, budget=budget, N=N, shape=s, D=D, tokens_per_param=D / N, steps=steps,
-      batch_size=batch, seq_len=seq_len, peak_lr=rec.lr(N, budget),
+      batch_size=batch, seq_len=seq_len, peak_lr=rec.lr(N, budget, D),
       warmup_steps=rec.warmup_steps(steps), flops_6ND=counts["flops_6ND"],
       flops_chinchilla=counts["flops_chinchilla"], N_target=t.N_target, flops=cfg.flops,
       isoflop=t.isoflop, series=t.series)

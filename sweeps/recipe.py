@@ -17,7 +17,8 @@ rerun gets the same numbers. Each constant is a key of the sweep config's `recip
 * **Tokens per batch** (`batch_rule='deepseek'`, default): B(C) = 0.2920 · C^0.3271 tokens,
   DeepSeek LLM eq. 1 (fitted over 1e17–3e20 FLOPs with C counted as non-embedding FLOPs/token
   × D; here C is the cell's budget under the sweep's convention, close to it). `batch_rule=
-  'fixed'`: `batch_tokens`. The batch is then whole sequences, a multiple of `batch_multiple`
+  'fixed'`: `batch_tokens`. `batch_rule='law:PATH'`: the batch law of a fitted hparams.json
+  at the cell's D (or N, C as the law has it). The batch is then whole sequences, a multiple of `batch_multiple`
   (data-parallel shards must be equal) and shrunk, never below one multiple, until the run
   has at least `min_steps` steps: an optimizer that takes a handful of steps measures the
   schedule, not the model. A cell that cannot reach `min_steps` is refused by the grid.
@@ -33,6 +34,7 @@ import ml_collections
 
 from chinchax.errors import UserError
 from chinchax.sweeps.configs import sweep as sweep_config
+from chinchax.sweeps import hparams_rule
 
 LR_RULES = ("size", "deepseek", "fixed")
 BATCH_RULES = ("deepseek", "fixed")
@@ -56,11 +58,15 @@ class Recipe:
   min_layers: int
 
   def validate(self) -> "Recipe":
-    if self.lr_rule not in LR_RULES:
-      raise UserError(f"recipe.lr_rule={self.lr_rule!r} is not one of {', '.join(LR_RULES)}")
-    if self.batch_rule not in BATCH_RULES:
-      raise UserError(
-          f"recipe.batch_rule={self.batch_rule!r} is not one of {', '.join(BATCH_RULES)}")
+    if self.lr_rule not in LR_RULES and not hparams_rule.is_law(self.lr_rule):
+      raise UserError(f"recipe.lr_rule={self.lr_rule!r} is not one of {', '.join(LR_RULES)} "
+                      "or law:PATH (an hparams.json)")
+    if self.batch_rule not in BATCH_RULES and not hparams_rule.is_law(self.batch_rule):
+      raise UserError(f"recipe.batch_rule={self.batch_rule!r} is not one of "
+                      f"{', '.join(BATCH_RULES)} or law:PATH (an hparams.json)")
+    for rule, which in ((self.lr_rule, "lr"), (self.batch_rule, "batch")):
+      if hparams_rule.is_law(rule):
+        hparams_rule.law(rule, which)  # a missing or damaged file: one line, before any run
     for key in ("lr_ref", "lr_N_ref", "lr_max", "peak_lr"):
       if not (getattr(self, key) > 0 and math.isfinite(getattr(self, key))):
         raise UserError(f"recipe.{key} must be a positive number, got {getattr(self, key)}")
@@ -80,8 +86,10 @@ class Recipe:
 
   # ------------------------------------------------------------------ rules
 
-  def lr(self, N: float, C: float) -> float:
-    """Peak learning rate for a model of N parameters at budget C."""
+  def lr(self, N: float, C: float, D: float | None = None) -> float:
+    """Peak learning rate for a model of N parameters at budget C (D tokens: C / 6N)."""
+    if hparams_rule.is_law(self.lr_rule):
+      return hparams_rule.value(self.lr_rule, "lr", N, C / (6 * N) if D is None else D)
     if self.lr_rule == "fixed":
       return self.peak_lr
     if self.lr_rule == "deepseek":
@@ -90,17 +98,46 @@ class Recipe:
       value = self.lr_ref * (N / self.lr_N_ref)**-self.lr_exponent
     return min(value, self.lr_max)
 
-  def ideal_batch_tokens(self, C: float) -> float:
+  def ideal_batch_tokens(self, C: float, N: float | None = None,
+                         D: float | None = None) -> float:
+    if hparams_rule.is_law(self.batch_rule):
+      if N is None or D is None:
+        raise UserError("recipe.batch_rule='law:...' needs each cell's N and D")
+      return hparams_rule.value(self.batch_rule, "batch", N, D)
     if self.batch_rule == "fixed":
       return float(self.batch_tokens)
     return 0.2920 * C**0.3271
 
-  def batch_size(self, C: float, D: float, seq_len: int, min_steps: int) -> int:
+  def batch_size(self, C: float, D: float, seq_len: int, min_steps: int,
+                 N: float | None = None) -> int:
     """Sequences per batch for D tokens at budget C (a multiple of batch_multiple)."""
     k = self.batch_multiple
-    seqs = max(k, k * round(self.ideal_batch_tokens(C) / seq_len / k))
+    seqs = max(k, k * round(self.ideal_batch_tokens(C, N, D) / seq_len / k))
     most = k * math.floor(D / (min_steps * seq_len) / k)  # largest batch keeping min_steps
     return max(k, min(seqs, most))
+
+  def source(self) -> str | None:
+    """Where the cells' LR and batch come from, when a fitted law gives either; else None."""
+    if not (hparams_rule.is_law(self.lr_rule) or hparams_rule.is_law(self.batch_rule)):
+      return None
+    return ", ".join("law" if hparams_rule.is_law(r) else r
+                     for r in (self.lr_rule, self.batch_rule))
+
+  def law_notes(self, cells) -> list[str]:
+    """The laws in use, and a warning per cell outside a law's fitted range."""
+    out = []
+    for rule, which in ((self.lr_rule, "lr"), (self.batch_rule, "batch")):
+      if not hparams_rule.is_law(rule):
+        continue
+      lw = hparams_rule.law(rule, which)
+      exps = ", ".join(f"{v}^{e:+.3f}" for v, e in lw["exponents"].items())
+      out.append(f"{'peak LR' if which == 'lr' else 'batch'} from {hparams_rule.path_of(rule)}:"
+                 f" {lw['form']}, c = {lw['coef']:.4g}, {exps}")
+      for c in cells:
+        why = hparams_rule.outside(rule, which, c.N, c.D)
+        if why:
+          out.append(f"warning: {c.name}: {which} extrapolated: {'; '.join(why)}")
+    return out
 
   def warmup_steps(self, steps: int) -> int:
     return max(1, round(self.warmup_fraction * steps))

@@ -29,6 +29,7 @@ from chinchax.errors import UserError
 from chinchax.sweeps.train import checkpoint
 from chinchax.scaling import records
 from chinchax.sweeps import data, estimate, executors, fit_adapter, forecast_score, report
+from chinchax.sweeps import hparams_adapter, hparams_grid
 from chinchax.sweeps import progress as progress_lib
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps import job as job_lib
@@ -149,15 +150,16 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
     return Result("done", tuple(failed))
   fit_error = None
   killpoints.hit("fit")
+  measure = hparams_grid.active(spec.config)  # an LR x batch grid: hparams.json, not law.json
   try:
-    fit_adapter.fit_workdir(workdir, spec.bootstrap)
+    (hparams_adapter if measure else fit_adapter).fit_workdir(workdir, spec.bootstrap)
   except UserError as e:
     fit_error = str(e)
     print(f"chinchax sweep: the fit failed: {fit_error}", file=sys.stderr)
   if spec.config.forecast:
     _, line = forecast_score.score_workdir(workdir, spec.config.forecast)
     say(line)
-  path = report.write_report(workdir, fit_error=fit_error)
+  path = (hparams_adapter if measure else report).write_report(workdir, fit_error=fit_error)
   say(f"wrote {path}")
   return Result("done", tuple(failed), fit_error, path)
 

@@ -13,13 +13,18 @@ def duration(seconds: float) -> str:
 
 
 def format_table(cells: Sequence[Cell], refusals: Sequence[str] = (),
-                 seconds: Callable[[Cell], float] | None = None) -> str:
+                 seconds: Callable[[Cell], float] | None = None,
+                 source: str | None = None, notes: Sequence[str] = ()) -> str:
   """The dry-run table: one row per cell, then totals and the refusals.
 
   seconds: a cell's estimated wall time (`estimate.time_model`); adds a time column and a total.
+  source: where the LR and batch come from (`Recipe.source`, e.g. "law, law" when a fitted
+  hparams.json gives both); adds that column; `notes` (the laws, cells beyond them) follow.
   """
   head = ["cell", "C", "N", "d_model x L", "heads", "d_ff", "D", "D/N", "steps", "batch",
           "peak LR", "C 6ND", "C chinchilla"]
+  if source:
+    head.insert(head.index("peak LR") + 1, "LR, batch from")
   if seconds is not None:
     head.append("time")
   rows = []
@@ -29,6 +34,8 @@ def format_table(cells: Sequence[Cell], refusals: Sequence[str] = (),
            str(s.n_heads), str(s.d_ff), f"{c.D:.3g}", f"{c.tokens_per_param:.1f}",
            str(c.steps), f"{c.batch_size} x {c.seq_len}", f"{c.peak_lr:.2e}",
            f"{c.flops_6ND:.3g}", f"{c.flops_chinchilla:.3g}"]
+    if source:
+      row.insert(head.index("LR, batch from"), source)
     if seconds is not None:
       row.append(duration(seconds(c)))
     rows.append(row)
@@ -44,4 +51,5 @@ def format_table(cells: Sequence[Cell], refusals: Sequence[str] = (),
     summary += f"; about {duration(sum(map(seconds, cells)))} of training"
   out += ["", summary]
   out += [f"  {r}" for r in refusals]
+  out += list(notes)
   return "\n".join(out)

@@ -106,7 +106,7 @@ def series(cells, c: ml_collections.ConfigDict) -> tuple[list, list[tuple[str, l
       groups.setdefault((cell.shape, cell.batch_size, cell.seq_len, cell.peak_lr), []).append(cell)
     else:
       single.append(cell)
-  names = [key if isinstance(key, str) else "C-" + group[0].name.split("-")[1]
+  names = [key if isinstance(key, str) else _isoflop_series_name(group[0].name)
            for key, group in groups.items()]
   out = []
   for group, name in zip(groups.values(), names):
@@ -114,6 +114,14 @@ def series(cells, c: ml_collections.ConfigDict) -> tuple[list, list[tuple[str, l
       name = f"{name}-{grid.shape_tag(group[0].shape)}-B{group[0].batch_size}"
     out.append((name, group))
   return single, out
+
+
+def _isoflop_series_name(cell_name: str) -> str:
+  """`C-N<N>` for the cells of one shape; an LR x batch grid's cell keeps its LR and batch
+  (`C-N<N>-lr<f>-b<f>`), which tell its runs apart."""
+  if "-lr" in cell_name:
+    return "C-" + cell_name.split("-", 1)[1]
+  return "C-" + cell_name.split("-")[1]
 
 
 def job_config(series: str, longest: ml_collections.ConfigDict, Ds, budgets=(),

@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("chinchax.sweeps.cli.sweep", "train a sweep grid (resumable), fit it, write report.md"),
     "train": ("chinchax.sweeps.cli.train", "train one model (one sweep cell) end to end"),
     "fit": ("chinchax.sweeps.cli.fit", "fit scaling laws to runs and write law.json"),
+    "fit-hparams": ("chinchax.sweeps.cli.fit_hparams",
+                    "fit optimal peak LR and batch laws to an LR x batch grid of runs"),
     "plan": ("chinchax.sweeps.cli.plan", "plan N and D for a compute budget from a law"),
     "forecast": ("chinchax.sweeps.cli.forecast", "write a law's forecast for a run; score it "
                  "after"),
@@ -29,7 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 USAGE = "usage: chinchax COMMAND [ARGS...]  (chinchax COMMAND --help for its flags)\n\ncommands:\n" + "\n".join(
-    f"  {name:<9} {doc}" for name, (_, doc) in COMMANDS.items()) + "\n  --version print chinchax's version"
+    f"  {name:<11} {doc}" for name, (_, doc) in COMMANDS.items()) + "\n  --version print chinchax's version"
 
 
 def version() -> str:

@@ -3,8 +3,10 @@
     chinchax plan (--law=law.json | --preset=NAME) [--flops=C] [--params=N] [--tokens=D]
                   [--unique-tokens=U] [--inference-tokens=T] [--ci=LEVEL] [--json]
                   [--params-convention=total|non_embedding] [--flops-convention=6ND|chinchilla]
+                  [--hparams=hparams.json]
 
-Numbers take float syntax (1e21) or a k/M/B/T suffix (70B, 1.4T). Intervals are at --ci
+`--hparams` adds the peak LR and batch of the planned N, D from a law of `chinchax fit-hparams`,
+with their intervals (`hparams` in the JSON). Numbers take float syntax (1e21) or a k/M/B/T suffix (70B, 1.4T). Intervals are at --ci
 (default: the level the law was fitted at, 0.9 unless `chinchax fit --ci` said otherwise).
 Every plan says how far it lies outside the fitted ranges of N, D and C, and warns beyond
 3x. The plan is chinchax.plan (scaling.api); this module parses flags and prints its table,
@@ -12,10 +14,12 @@ or one JSON object with --json.
 """
 
 import argparse
+import json
 import math
 import sys
 
 from chinchax.scaling import api
+from chinchax.scaling import hparams_file, hparams_plan
 from chinchax.scaling import presets
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.errors import UserError
@@ -61,6 +65,8 @@ def _parser() -> argparse.ArgumentParser:
                  help="the N you mean (as in chinchax fit); refused if the law counts otherwise")
   p.add_argument("--flops-convention", choices=FLOPS_CONVENTIONS,
                  help="the C you mean (as in chinchax fit); refused if the law counts otherwise")
+  p.add_argument("--hparams", metavar="hparams.json",
+                 help="print the peak LR and batch of the planned N, D from this fitted law")
   p.add_argument("--json", action="store_true", help="print one JSON object")
   return p
 
@@ -96,6 +102,16 @@ def main(argv: list[str]) -> int:
   plan = api.plan(law, flops=args.flops, params=args.params, tokens=args.tokens,
                   unique_tokens=args.unique_tokens, inference_tokens=args.inference_tokens,
                   ci=args.ci)
+  if args.hparams:
+    hp = hparams_plan.at(hparams_file.load(args.hparams), plan.N, plan.D, args.ci)
+    if args.json:
+      print(json.dumps({**plan.to_dict(), "hparams": hp}, indent=2, allow_nan=False))
+    else:
+      seq = hp["conventions"].get("seq_len")
+      print(str(plan) + "\n\nfrom " + args.hparams + ":\n" +
+            hparams_plan.text(hp, seq if isinstance(seq, int) else None))
+    sys.stdout.flush()
+    return 0
   print(plan.to_json() if args.json else str(plan))
   sys.stdout.flush()
   return 0

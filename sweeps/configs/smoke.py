@@ -79,6 +79,17 @@ measured 76k tokens/s for 67.9k parameters at 8 x 64 alone. The same machine lat
 slower (45k tokens/s in the same bench) and the sweep took 406 s warm and 475 s cold: the
 wall time follows the host's speed, which the load average does not show.
 
+The LR line checked against a measured law (bench/hparams_smoke_bench.py: the
+hparams_smoke sweep's runs at this sweep's batch of 8 x 64, fitted by `chinchax fit-hparams`):
+eta* = 3.65 · N^-0.308 [-0.434, -0.160] · D^-0.201 [-0.452, -0.083] (90% intervals, four
+points at 10.1k and 33.5k parameters, D 8.1e4-8.0e5). Over this sweep's 30 cells the line's
+LR is 0.59x-1.66x the law's (median 0.96); 13 cells lie inside the law's interval and all 30
+inside the band where the loss stays within 1% of the optimum (1.75x either side). The line's
+-1/2 in N is steeper than the law's -0.31, and at a fixed budget (D = C/6N) the law's LR
+falls only as N^-0.11: within a budget the line gives the small sizes more LR and the large
+ones less than the law, by at most 1.7x, inside the 1% band. Cells past 33.5k are
+extrapolations of the law; the line stays as it was.
+
 At these sizes the exponents are not Chinchilla's: a ≈ 0.6-0.65, tokens per parameter falling
 with C (about 20 at 1.5e12, 8-14 at 10x), as in small models limited by optimizer steps. The
 smallest budget's minimum sits low in its sizes (0.1-0.2 of their log range: the ladder has

@@ -36,13 +36,15 @@ KEYS = (
     K("allow_repeats", False, "False: refuse cells whose D exceeds the corpus's unique tokens"),
     K("vocab_size", 258, "the tokenizer's vocabulary (shapes and N depend on it)"),
     # Each cell's peak LR and batch (sweeps/recipe.py) and the shape recipe's floor.
-    K("recipe.lr_rule", "size", "size (peak LR from N) | deepseek (from C) | fixed"),
+    K("recipe.lr_rule", "size", "size (peak LR from N) | deepseek (from C) | fixed | law:PATH "
+      "(a fitted hparams.json: chinchax fit-hparams)"),
     K("recipe.lr_ref", 6e-4, "size rule: the peak LR at lr_N_ref"),
     K("recipe.lr_N_ref", 1.25e8, "size rule: the reference N"),
     K("recipe.lr_exponent", 1 / 3, "size rule: LR ∝ (N / lr_N_ref)^-lr_exponent"),
     K("recipe.lr_max", 1e-2, "size rule: the LR cap"),
     K("recipe.peak_lr", 3e-3, "fixed rule: the peak LR of every cell"),
-    K("recipe.batch_rule", "deepseek", "deepseek (batch from C) | fixed"),
+    K("recipe.batch_rule", "deepseek", "deepseek (batch from C) | fixed | law:PATH (a fitted "
+      "hparams.json)"),
     K("recipe.batch_tokens", 0, "fixed rule: tokens per batch"),
     K("recipe.batch_multiple", 1, "sequences per batch are a multiple of this"),
     K("recipe.warmup_fraction", 0.05, "warmup steps as a fraction of each cell's steps"),
@@ -59,6 +61,12 @@ KEYS = (
     K("ray_num_gpus", 0.0, "ray: GPUs each cell's task holds"),
     K("ray_tpus", 0, "ray: TPU chips each cell's task holds"),
     K("bootstrap", 1000, "resamples of the fit's intervals (0: none)"),
+    # An LR x batch grid around the recipe's guess at every cell (sweeps/hparams_grid.py): the
+    # sweep then measures the hyperparameters (`chinchax fit-hparams`) instead of a scaling law.
+    K("hparams.lr_factors", (), "an LR grid: each cell trained at these multiples of the "
+      "recipe's LR (then the sweep fits hparams.json, not law.json)"),
+    K("hparams.batch_factors", (), "a batch grid: each cell trained at these multiples of the "
+      "recipe's batch"),
     K("forecast", "", "a forecast record (`chinchax forecast --out=...`) scored against the runs "
       "when the sweep finishes, in report.md (empty: none)"),
     K("target", "", "the TPU slice the dry run compiles for (--compile), or a GPU node "

@@ -1,0 +1,72 @@
+"""hparams.json's loader fuzzed: arbitrary bytes and JSON, and mutated valid files, are either
+refused in one line or load into a document whose laws predict (hparams_plan) without error."""
+
+import json
+import os
+
+import numpy as np
+from hypothesis import example, given, strategies as st
+
+from chinchax.errors import UserError
+from chinchax.scaling import hparams_file, hparams_fit, hparams_plan
+from tests.scaling import hparams_synthetic as S
+from tests.scaling.test_fuzz_loaders import FAST, FOLDER, _paths, json_values
+
+GOOD = json.loads(json.dumps(hparams_fit.fit(S.runs(np.random.default_rng(0)), bootstrap=3)))
+
+
+def _load(data: bytes) -> None:
+  path = os.path.join(FOLDER, "hparams.json")
+  with open(path, "wb") as f:
+    f.write(data)
+  try:
+    doc = hparams_file.load(path)
+  except UserError as e:
+    assert "\n" not in str(e) and len(str(e)) < 600, str(e)
+    return
+  try:
+    hp = hparams_plan.at(doc, 1e8, 2e9)
+  except UserError:
+    return
+  hparams_plan.text(hp, 64)
+
+
+@st.composite
+def mutated(draw) -> bytes:
+  doc = json.loads(json.dumps(GOOD))
+  for _ in range(draw(st.integers(1, 3))):
+    path = draw(st.sampled_from([p for p in _paths(doc) if p]))
+    node = doc
+    for key in path[:-1]:
+      node = node[key]
+    if draw(st.booleans()) and isinstance(node, dict):
+      del node[path[-1]]
+    else:
+      node[path[-1]] = draw(json_values)
+  return json.dumps(doc).encode()
+
+
+def _edit(path: tuple, value) -> bytes:
+  doc = json.loads(json.dumps(GOOD))
+  node = doc
+  for key in path[:-1]:
+    node = node[key]
+  node[path[-1]] = value
+  return json.dumps(doc).encode()
+
+
+@FAST
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes(data):
+  _load(data)
+
+
+@FAST
+@given(mutated())
+@example(_edit(("lr", "exponents", "N"), 1e300))  # the prediction overflows a float
+@example(_edit(("lr", "coef"), 1e-320))           # a subnormal coefficient
+@example(_edit(("lr", "draws"), [[1e300, 1.0, 1.0]]))
+@example(_edit(("settings", "ci"), "x"))
+@example(_edit(("conventions", "seq_len"), 0))
+def test_mutated_valid_files(data):
+  _load(data)
