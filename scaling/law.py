@@ -96,6 +96,14 @@ class ScalingLaw:
   def load(cls, path: str | os.PathLike) -> "ScalingLaw":
     return cls.from_dict(load_law(path), source=os.fspath(path))
 
+  def __repr__(self) -> str:
+    from chinchax.scaling import law_text  # pylint: disable=g-import-not-at-top
+    return law_text.short(self)
+
+  def _repr_markdown_(self) -> str:
+    from chinchax.scaling import law_text  # pylint: disable=g-import-not-at-top
+    return law_text.markdown(self)
+
   def to_dict(self) -> dict[str, Any]:
     return json.loads(json.dumps(self.doc))
 

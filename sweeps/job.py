@@ -51,6 +51,7 @@ def train(config: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: 
   A config with `wsd.branches` is a WSD run (sweeps/wsd.py): its records are its branches'.
   `stop`, `devices`, `checkpoint_lock`, `progress`: see `chinchax.sweeps.train.loop.train`.
   """
+  atomic.check_writable(workdir, "workdir", folder=True)
   run_args = dict(stop=stop, quiet=quiet, devices=devices, checkpoint_lock=checkpoint_lock)
   if progress is not None:  # only then: stand-ins for loop.train need not know it
     run_args["progress"] = progress

@@ -100,6 +100,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   """
   spec = spec_lib.resolve(config, workdir)
   executors.check(spec.executor)
+  atomic.check_writable(workdir, "workdir", folder=True)  # before the data is opened
   spec = open_data(spec)
   check_batches(spec)
   lead = jax.process_index() == 0
