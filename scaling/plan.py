@@ -83,7 +83,8 @@ def sanity(N: float, D: float) -> list[str]:
   lo, hi = SENSIBLE_TOKENS_PER_PARAM
   if not lo <= D / N <= hi:
     out.append(f"D/N = {D / N:.3g} tokens per parameter is outside the sensible "
-               f"[{lo:g}, {hi:g}] (compute-optimal is ~20); check N, D and C")
+               f"[{lo:g}, {hi:g}] of trained models (Chinchilla's compute-optimal models "
+               "train ~20); check N, D and C, and the law's exponents")
   return out
 
 

@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("chinchax.sweeps.cli.train", "train one model (one sweep cell) end to end"),
     "fit": ("chinchax.sweeps.cli.fit", "fit scaling laws to runs and write law.json"),
     "plan": ("chinchax.sweeps.cli.plan", "plan N and D for a compute budget from a law"),
+    "law": ("chinchax.sweeps.cli.law", "write a law.json from published coefficients"),
     "models": ("chinchax.sweeps.cli.models", "print the shape recipe's table of model sizes"),
     "tokenizer": ("chinchax.sweeps.cli.tokenizer", "train a SentencePiece tokenizer on a corpus"),
     "data": ("chinchax.sweeps.cli.data", "prepare raw text (jsonl/parquet/txt) as array_record"),
