@@ -95,6 +95,7 @@ def fit_detailed(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.
                     f"{base.conventions['flops']}, the runs N {runs.params} and C {runs.flops}; "
                     "use one convention for both")
   fitted = fit_pipeline.fit_runs(runs, options, log)
+  fitted.doc["provenance"]["inputs_sha256"] = runs_lib.digest(runs)
   law = ScalingLaw.from_dict(fitted.doc, source=os.fspath(out) if out else "")
   written = []
   if out:

@@ -32,6 +32,7 @@ nominal budget within the same tolerance of its geometric-mean C.
 """
 
 import dataclasses
+import hashlib
 import os
 from typing import Sequence
 
@@ -120,6 +121,17 @@ def make_runs(N, D=None, loss=None, *, C=None, budget=None, name=None, curves=()
                       f"got {x[i]!r}")
   return Runs(N, D, C, loss, budget, name, tuple(curves), params, flops, tuple(sources),
               int(n_failed), U=None if U is None else U_)
+
+
+def digest(runs: Runs) -> str:
+  """sha256 of what a fit reads: every run's N, D, C, loss, budget and U (float64, in
+  order) and the conventions; the same runs from a CSV, a runs.jsonl or a DataFrame hash
+  alike, and a changed value changes it."""
+  h = hashlib.sha256(f"{runs.params} {runs.flops} {len(runs)}\n".encode())
+  U = np.full(len(runs), np.nan) if runs.U is None else runs.U
+  for x in (runs.N, runs.D, runs.C, runs.loss, runs.budget, U):
+    h.update(np.ascontiguousarray(x, "<f8").tobytes())
+  return h.hexdigest()
 
 
 def budget_groups(runs: Runs, rtol: float = BUDGET_RTOL) -> list[np.ndarray]:

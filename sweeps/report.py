@@ -17,12 +17,18 @@ import os
 from chinchax import atomic
 from chinchax.scaling import caveats
 from chinchax.scaling import law as law_lib
+from chinchax.scaling import law_build
+from chinchax.scaling import law_pack
 from chinchax.scaling import law_schema
 from chinchax.scaling import plan as plan_lib
 from chinchax.errors import UserError
 
-PLOTS = ("isoflops", "optimal", "law")
-BEYOND = (1e1, 1e2, 1e3, 1e4)  # compute-optimal rows at these multiples of the top budget
+PLOTS = ("isoflops", "optimal", "law", "residuals")
+# Compute-optimal rows at these multiples of the top budget: the table ends near the data
+# (`chinchax plan --flops=C` goes further, with its extrapolation warning).
+BEYOND = (1.0, 3.0, 10.0)
+_METHODS = {"vp": "the joint fit of every budget's profile", "parabola": "a parabola in log N",
+            "vp_levels": "the joint fit at matched loss levels"}
 
 
 def _read_records(workdir: str) -> list[dict]:
@@ -98,7 +104,8 @@ def minima_section(records: list[dict], law: dict | None) -> list[str]:
   fit2 = (law or {}).get("approaches", {}).get("2")
   if fit2:
     p = fit2["points"]
-    out += ["", "Approach 2's parabola minimum (loss against log N) per budget:", ""]
+    how = _METHODS.get(fit2.get("method"), fit2.get("method") or "its fit")
+    out += ["", f"Approach 2's minimum per budget ({how}):", ""]
     out += _table(["C", "N*", "D*", "loss"],
                   [[_g(C), _g(N), _g(D), _g(L, ".4f")]
                    for C, N, D, L in zip(p["C"], p["N"], p["D"], p["loss"])])
@@ -147,18 +154,22 @@ def law_section(law: dict) -> list[str]:
 
 def optimal_section(law: dict) -> list[str]:
   scaling_law = law_lib.ScalingLaw.from_dict(law)
-  top = (law["data"].get("C") or [1e18, 1e18])[1]
+  fitted = law["data"].get("C")
+  top = (fitted or [1e18, 1e18])[1]
   rows = []
   for k in BEYOND:
     C = float(f"{top * k:.2g}")
     o = plan_lib.compute_optimal(scaling_law, C)
     band = o["interval"] or {}
+    factor = law_build.beyond(C, fitted)
+    past = "?" if factor is None else "inside" if factor <= 1 + 1e-9 else f"{factor:.3g}x past"
     rows.append([_g(C, ".1e"), _g(o["N"]) + _ci(band.get("N"), ".3g"),
                  _g(o["D"]) + _ci(band.get("D"), ".3g"), _g(o["tokens_per_param"], ".1f"),
-                 _g(o["loss"], ".4f")])
-  return ["## Compute-optimal models beyond the sweep", "",
-          "Extrapolations of the fitted law (`chinchax plan --law=law.json --flops=C`).", ""
-          ] + _table(["C (FLOPs)", "N*", "D*", "D*/N*", "loss"], rows)
+                 _g(o["loss"], ".4f"), past])
+  return ["## Compute-optimal models at and past the sweep's largest budget", "",
+          "From the fitted law; a row past the fitted budgets is an extrapolation. Further out: "
+          "`chinchax plan --law=law.json --flops=C` (it warns past 3x).", ""
+          ] + _table(["C (FLOPs)", "N*", "D*", "D*/N*", "loss", "fitted range"], rows)
 
 
 def render(records: list[dict], law: dict | None, workdir: str,
@@ -185,7 +196,7 @@ def write_report(workdir: str, fit_error: str | None = None) -> str:
   law = None
   if law_text is not None:
     try:
-      law = law_schema.read(json.loads(law_text))
+      law = law_schema.read(law_pack.unpack(json.loads(law_text)))
     except (json.JSONDecodeError, UserError) as e:
       raise UserError(f"{law_path}: {e}") from None
   text = render(records, law, workdir, fit_error)
