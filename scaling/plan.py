@@ -197,7 +197,7 @@ def plan(law: ScalingLaw, *, C: float | None = None, N: float | None = None,
   C = budget["C"]
   pair = (budget["N"], budget["D"]) if budget["N"] is not None else None
   best = compute_optimal(law, C, level)
-  notes = []
+  notes = [law.doc["plan_note"]] if law.doc.get("plan_note") else []
   if not law.predicts_loss:
     notes.append(f"this law comes from Approach {law.approach}: it plans N and D and predicts "
                  "no loss (fit Approach 3 for losses)")

@@ -28,6 +28,9 @@ _SUFFIXES = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 def _number(text: str) -> float:
   scale = _SUFFIXES.get(text[-1:], 1.0)
   body = text[:-1] if text[-1:] in _SUFFIXES else text
+  if scale != 1.0 and "e" in body.lower():  # 1e22B: 1e31, or a typo for 1e22?
+    raise argparse.ArgumentTypeError(f"{text!r} has both an exponent and a suffix; write one "
+                                     f"(e.g. {body} or 70B)")
   try:
     x = float(body) * scale
   except ValueError:
