@@ -75,9 +75,14 @@ def runs_section(records: list[dict]) -> list[str]:
   n_failed = sum(r.get("status") != "done" for r in records)
   notes = sorted({r["hardware"]["peak_flops_reason"] for r in records
                   if (r.get("hardware") or {}).get("peak_flops_reason")})
+  wall = ["", "wall s: each run's own training call in its last session"
+          + (" (a WSD branch: its cooldown, not the stable run it starts from)"
+             if any(r.get("schedule") == "wsd" for r in records) else "")
+          + "; runs trained side by side overlap, so the column does not add up to the "
+          "sweep's time."]
   return ["## Runs", "", f"{len(records)} runs, {n_failed} failed.", ""] + _table(
       ["cell", "C", "N", "d_model x L", "D", "D/N", "steps", "eval loss", "wall s", "hardware",
-       "tokens/s", "MFU"], rows) + [""] * bool(notes) + [f"- MFU: {n}" for n in notes]
+       "tokens/s", "MFU"], rows) + wall + [""] * bool(notes) + [f"- MFU: {n}" for n in notes]
 
 
 def _hardware(r: dict) -> str:

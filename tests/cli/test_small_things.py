@@ -53,3 +53,12 @@ def test_the_chinchilla_preset_at_chinchillas_budget_says_why_it_is_not_70b(caps
   out = capsys.readouterr().out
   assert "3.22e10 (32.2B)" in out and "not Chinchilla's 70B and 1.4T" in out
   assert cli.run(["plan", "--preset=hoffmann2022", "--flops=70B"]) == 0  # a suffix alone
+
+
+def test_report_says_what_its_wall_time_counts():
+  from chinchax.sweeps import report  # pylint: disable=g-import-not-at-top
+  records = [{"name": "C1e11-N1e4", "status": "done", "budget": 1e11, "N_total": 10_000,
+              "D": 1.6e6, "eval_loss": 2.3, "wall_s": 12.0, "schedule": "wsd"}]
+  text = "\n".join(report.runs_section(records))
+  assert "| 12 |" in text and "a WSD branch: its cooldown" in text
+  assert "does not add up to the sweep's time" in text
