@@ -107,3 +107,11 @@ def test_law_out_and_plan_law(tmp_path):
                      capture_output=True, text=True, timeout=120)
   assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
   assert "/proc/chinchax/law.json" in p.stderr and "cannot read law file" in p.stderr
+
+
+@pytest.mark.slow
+def test_tokenizer_and_data_out(tmp_path):
+  _refused("tokenizer", ["--out=/proc/chinchax/tok"], "/proc/chinchax/tok", tmp_path)
+  (tmp_path / "a.txt").write_text("some text\n")
+  _refused("data", ["prepare", f"--input={tmp_path}/a.txt", "--name=x", "--out=/sys/chinchax"],
+           "/sys/chinchax", tmp_path)
