@@ -64,7 +64,8 @@ def _parser() -> argparse.ArgumentParser:
                       "is replaced, and the output says so)")
   p.add_argument("--approach", default=None,
                  help="comma list of 1,2,3 (default: every approach the data support)")
-  p.add_argument("--bootstrap", type=_count, default=1000, help="resamples (0: no intervals; default: 1000)")
+  p.add_argument("--bootstrap", type=_count, default=1000,
+                 help="resamples (0: no intervals; default: 1000)")
   p.add_argument("--ci", type=argtypes.interval_level, default=0.9,
                  help="interval level (default: 0.9)")
   p.add_argument("--plots", default=None, help="folder for PNG and SVG plots (default: none)")

@@ -31,5 +31,6 @@ def test_wsd_runs_say_how_many_cells_they_train(monkeypatch):
 
 def test_each_branch_loss_names_its_budget():
   records = [{"eval_loss": 2.30121, "budget": 5e10}, {"eval_loss": 2.2205, "budget": 1e11}]
-  assert sweep._losses(records) == "2.3012 (C=5e10), 2.2205 (C=1e11)"  # pylint: disable=protected-access
-  assert sweep._losses(records[:1]) == "2.3012"  # pylint: disable=protected-access
+  losses = sweep._losses  # pylint: disable=protected-access
+  assert losses(records) == "2.3012 (C=5e10), 2.2205 (C=1e11)"
+  assert losses(records[:1]) == "2.3012"
