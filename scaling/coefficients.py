@@ -8,6 +8,7 @@ of N, D and C are the paper's when given (the planner measures extrapolation fro
 else unknown (null), and the plan then says it cannot tell how far it extrapolates.
 """
 
+import json
 import math
 from collections.abc import Sequence
 
@@ -19,8 +20,8 @@ from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 def _check(name: str, value, allow_zero: bool = False) -> float:
   try:
     x = float(value)
-  except (TypeError, ValueError):
-    raise UserError(f"{name} is not a number: {value!r}") from None
+  except (TypeError, ValueError, OverflowError):
+    raise UserError(f"{name} is not a number: {str(value)[:40]!r}") from None
   ok = math.isfinite(x) and (x >= 0 if allow_zero else x > 0)
   if not ok:
     raise UserError(f"{name} must be a {'nonnegative' if allow_zero else 'positive'} finite "
@@ -71,6 +72,32 @@ def law_dict(*, E: float, A: float, B: float, alpha: float, beta: float,
   law["provenance"]["fitted"] = False
   law["provenance"]["reference"] = where
   return law_lib.validate_law(law)
+
+
+def load(path) -> law_lib.ScalingLaw:
+  """A law.json, or a JSON object of the five coefficients alone ({"E": 1.87, "A": 521,
+  "B": 1488, "alpha": 0.353, "beta": 0.353}, optionally "reference"): what a user writes
+  from a paper."""
+  from chinchax import atomic  # pylint: disable=g-import-not-at-top
+  try:
+    obj = json.loads(atomic.read_text(path) or "null")
+  except (ValueError, OSError, UnicodeDecodeError, RecursionError):
+    obj = None  # load_law says what is wrong with it
+  names = ("E", "A", "B", "alpha", "beta")
+  if isinstance(obj, dict) and "schema" not in obj and set(obj) & set(names):
+    missing = [k for k in names if k not in obj]
+    extra = sorted(set(obj) - set(names) - {"reference"})
+    if missing or extra:
+      wrong = ([f"missing {', '.join(missing)}"] if missing else []) + (
+          [f"unknown {', '.join(extra)}"] if extra else [])
+      raise UserError(f"{path}: a law of coefficients holds E, A, B, alpha, beta (and "
+                      f"optionally reference); {'; '.join(wrong)}")
+    try:
+      return law_from_coefficients(**{k: obj[k] for k in names},
+                                   reference=str(obj.get("reference") or path))
+    except UserError as e:
+      raise UserError(f"{path}: {e}") from None
+  return law_lib.ScalingLaw.load(path)
 
 
 def law_from_coefficients(E: float, A: float, B: float, alpha: float, beta: float, *,

@@ -49,7 +49,8 @@ _V1_KEYS = ("schema", "law", "ci", "optimal", "approaches", "conventions", "fit"
 def _consistent(value: float, expected: float, where: str, how: str):
   if not math.isclose(value, expected, rel_tol=1e-6, abs_tol=1e-12):
     raise UserError(f"{where}: {value!r} does not match {how} = {expected!r} from `law`; "
-                    "was the file edited by hand? Re-run `chinchax fit`")
+                    "was the file edited by hand? Re-run `chinchax fit`, or make a law of "
+                    "other coefficients with `chinchax law --E= --A= --B= --alpha= --beta=`")
 
 
 def upgrade_v1(doc: dict) -> dict:

@@ -123,10 +123,10 @@ def main(argv: list[str]) -> int:
 
 def _previous(out: str) -> str | None:
   """'fitted at TIME' of a law.json already at `out`, which the fit will replace."""
-  if not atomic.exists(out):
+  if not atomic.exists(out) or atomic.isdir(out):  # a folder: the fit refuses it
     return None
   try:
     created = json.loads(atomic.read_text(out) or "{}")["provenance"]["created"]
     return f"fitted at {created}"
-  except (ValueError, KeyError, TypeError):
+  except (ValueError, KeyError, TypeError, OSError, RecursionError):
     return "that was there"

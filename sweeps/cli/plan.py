@@ -16,6 +16,7 @@ import math
 import sys
 
 from chinchax.scaling import api
+from chinchax.scaling import coefficients
 from chinchax.scaling import presets
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.errors import UserError
@@ -49,7 +50,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
   p = _Parser(prog="chinchax plan", description=__doc__.split("\n\n")[0], allow_abbrev=False)
-  p.add_argument("--law", help="law.json written by `chinchax fit`")
+  p.add_argument("--law", help="law.json written by `chinchax fit` or `chinchax law`, or a "
+                 "JSON object of E, A, B, alpha, beta alone")
   p.add_argument("--preset", help=f"a published law: {', '.join(presets.names())}")
   p.add_argument("--flops", type=_number, metavar="C", help="training FLOPs (C = 6ND)")
   p.add_argument("--params", type=_number, metavar="N", help="model parameters")
@@ -83,8 +85,8 @@ def _load(args) -> ScalingLaw:
     raise UserError("give either --law or --preset, not both")
   if args.preset:
     return presets.preset(args.preset)
-  if args.law:
-    return ScalingLaw.load(args.law)
+  if args.law:  # a law.json, or a file of the five coefficients alone
+    return coefficients.load(args.law)
   raise UserError(f"no law: give --law=law.json or --preset=NAME "
                   f"({', '.join(presets.names())})")
 

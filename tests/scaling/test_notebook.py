@@ -124,3 +124,17 @@ def test_chinchax_law_then_plan_as_processes(tmp_path):
   for key in ("N", "D", "loss"):
     assert plans[0]["optimum"][key] == pytest.approx(
         plans[1]["optimum"][key], rel=1e-12)
+
+
+def test_plan_reads_a_file_of_the_five_coefficients_alone(tmp_path, capsys):
+  from chinchax.sweeps import cli  # pylint: disable=g-import-not-at-top
+  path = tmp_path / "paper.json"
+  path.write_text(json.dumps({**MUENNIGHOFF, "reference": "Muennighoff et al. 2023"}))
+  assert cli.run(["plan", f"--law={path}", "--flops=1e21", "--json"]) == 0
+  N, D, loss = _closed_form(1e21)
+  out = json.loads(capsys.readouterr().out)["optimum"]
+  assert out["N"] == pytest.approx(N, rel=1e-9) and out["loss"] == pytest.approx(loss, rel=1e-9)
+  path.write_text(json.dumps({"E": 1.87, "A": 521.0, "alpha": 0.353}))
+  assert cli.run(["plan", f"--law={path}", "--flops=1e21"]) == 2
+  err = capsys.readouterr().err
+  assert "missing B, beta" in err and len(err.splitlines()) == 1
