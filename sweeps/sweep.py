@@ -184,7 +184,7 @@ def _todo_line(jobs, todo, executor: str) -> str:
 
 def _losses(records) -> str:
   """`2.1840`, or for a WSD run's branches `2.3012 (C=5e10), 2.2205 (C=1e11)`."""
-  if len(records) == 1:
+  if len(records) == 1 and records[0].get("schedule") != "wsd":
     return f"{records[0]['eval_loss']:.4f}"
   return ", ".join(f"{r['eval_loss']:.4f}" + (f" (C={fmt.num(r['budget'])})" if r.get("budget")
                                               else "") for r in records)

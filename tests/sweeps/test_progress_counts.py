@@ -34,3 +34,4 @@ def test_each_branch_loss_names_its_budget():
   losses = sweep._losses  # pylint: disable=protected-access
   assert losses(records) == "2.3012 (C=5e10), 2.2205 (C=1e11)"
   assert losses(records[:1]) == "2.3012"
+  assert losses([dict(records[0], schedule="wsd")]) == "2.3012 (C=5e10)"  # a lone branch
