@@ -107,3 +107,21 @@ def test_a_v2_file_with_its_draws_as_lists_still_loads(fitted, tmp_path):
   loaded = law_lib.ScalingLaw.load(path)
   np.testing.assert_array_equal(loaded.samples, law.samples)
   assert loaded.interval("N", 1e20) == law.interval("N", 1e20)
+
+
+def test_approach_1s_envelope_is_packed_and_read_back_exactly(fitted, tmp_path):
+  from chinchax.errors import UserError  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(0)
+  doc = fitted[0].to_dict()
+  envelope = {k: rng.lognormal(size=600).tolist() for k in ("C", "N", "loss")}
+  doc["approaches"]["1"] = {"a": 0.5, "b": 0.5, "warnings": [], "envelope": envelope}
+  path = tmp_path / "law.json"
+  law_lib.save_law(path, doc)
+  raw = json.loads(path.read_text())
+  assert "envelope" not in raw["approaches"]["1"] and raw["approaches"]["1"]["envelope_zlib"]
+  assert len(path.read_text()) < len(json.dumps(doc, indent=2)) / 2
+  assert law_lib.load_law(path) == doc  # exact: every float as it was
+  raw["approaches"]["1"]["envelope_zlib"] = "not base64!"
+  path.write_text(json.dumps(raw))
+  with pytest.raises(UserError, match=r"approaches\.1\.envelope_zlib: cannot unpack"):
+    law_lib.load_law(path)
