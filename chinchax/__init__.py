@@ -9,6 +9,7 @@ The distribution installs one import name. Its folders in the checkout are
     outcome = chinchax.train(config, workdir)             # sweeps.job.Outcome: one run (or WSD run)
     law = chinchax.fit("runs/smoke", bootstrap=1000, ci=0.9)   # scaling.api.fit
     plan = chinchax.plan(law, flops=1e21)                      # scaling.api.plan
+    law = chinchax.law_from_coefficients(1.87, 521, 1488, 0.353, 0.353)  # a paper's law
 
 They are imported on first use, so `import chinchax` (and `chinchax plan`) loads no jax.
 """
@@ -41,6 +42,7 @@ _API = {
     "train": ("chinchax.sweeps.job", "train"),
     "fit": ("chinchax.scaling.api", "fit"),
     "plan": ("chinchax.scaling.api", "plan"),
+    "law_from_coefficients": ("chinchax.scaling.coefficients", "law_from_coefficients"),
 }
 
 

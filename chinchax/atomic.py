@@ -152,14 +152,22 @@ def makedirs(path: PathLike) -> None:
     except (FileExistsError, NotADirectoryError):
       raise UserError(f"{os.fspath(path)}: not a folder (a file is in the way); give a "
                       "folder path") from None
-    except PermissionError as e:
-      raise UserError(f"{os.fspath(path)}: cannot create it ({e.strerror}); give a folder "
-                      "you can write") from None
+    except OSError as e:  # no permission, a read-only mount, a parent under /proc or /sys
+      raise UserError(f"{os.fspath(path)}: cannot create it ({e.strerror or e}); give a "
+                      "folder you can write") from None
+
+
+def _nearest_existing(path: str) -> str:
+  while not os.path.exists(path) and os.path.dirname(path) != path:
+    path = os.path.dirname(path)
+  return path
 
 
 def check_writable(path: PathLike, what: str, folder: bool = False) -> None:
   """UserError, before any work, when `path` cannot become a file (or with `folder`, a
-  folder): it is the other kind already, or a file stands where a parent folder must be."""
+  folder): it is the other kind already, a file stands where a parent folder must be, or
+  the nearest existing folder refuses a new file. Checked by trying (a probe file made and
+  removed there): permission bits say nothing to root, nor of a read-only mount or /proc."""
   if is_remote(path):
     return
   path = os.path.abspath(os.fspath(path))
@@ -168,12 +176,21 @@ def check_writable(path: PathLike, what: str, folder: bool = False) -> None:
                     f"{os.path.join(path, 'law.json')}")
   if os.path.exists(path) and folder and not os.path.isdir(path):
     raise UserError(f"{what} {path}: not a folder (a file is in the way); give a folder path")
-  parent = os.path.dirname(path)
-  while parent and not os.path.exists(parent):
-    parent = os.path.dirname(parent) if os.path.dirname(parent) != parent else ""
-  if parent and not os.path.isdir(parent):
-    raise UserError(f"{what} {path}: {parent} is a file, not a folder; give a path under a "
+  base = _nearest_existing(path if folder else os.path.dirname(path))
+  if not os.path.isdir(base):
+    raise UserError(f"{what} {path}: {base} is a file, not a folder; give a path under a "
                     "folder")
+  try:
+    fd, probe = tempfile.mkstemp(dir=base, prefix=".chinchax-probe-")
+    os.close(fd)
+    os.unlink(probe)
+  except OSError as e:
+    why = e.strerror or str(e)
+    if base == path:
+      raise UserError(f"{what} {path}: cannot write in it ({why}); give a folder you can "
+                      "write") from None
+    raise UserError(f"{what} {path}: cannot create it, {base} takes no new files ({why}); "
+                    "give a path you can write") from None
 
 
 def read_bytes(path: PathLike) -> bytes | None:

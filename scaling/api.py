@@ -32,18 +32,16 @@ __all__ = ["fit", "plan", "as_runs", "as_law"]
 def as_runs(runs, *, params_convention: str = "total", flops_convention: str = "6ND",
             schedule: str = "all") -> runs_lib.Runs:
   """Runs from a path (sweep workdir, runs.jsonl, CSV), a list of paths, a `Runs`, or a
-  mapping of arrays {"N", "D" (or "C"), "loss"} with optional "C", "budget", "U", "name"."""
+  table of columns read as a CSV is: a pandas DataFrame or a mapping {column: values} with
+  N, D (or C), loss and optionally budget, U, run (or name), status; other columns ignored."""
   if isinstance(runs, runs_lib.Runs):
     return runs
-  if isinstance(runs, Mapping):
-    unknown = set(runs) - {"N", "D", "C", "loss", "budget", "U", "name"}
-    if unknown or "N" not in runs or "loss" not in runs:
-      raise UserError("runs as arrays: give a mapping with N, D (or C) and loss, optionally "
-                      f"C, budget, U, name; got keys {sorted(runs)}")
-    return runs_lib.make_runs(runs["N"], runs.get("D"), runs["loss"], C=runs.get("C"),
-                              budget=runs.get("budget"), name=runs.get("name"),
-                              U=runs.get("U"), params=params_convention,
-                              flops=flops_convention)
+  if isinstance(runs, Mapping) or hasattr(runs, "columns"):  # a dict, a DataFrame
+    return runs_lib.from_columns(runs, params=params_convention, flops=flops_convention,
+                                 source=f"<{type(runs).__name__}>")
+  if not isinstance(runs, (str, os.PathLike, list, tuple)):
+    raise UserError(f"runs: expected a path, a list of paths, a DataFrame or a mapping of "
+                    f"columns, got {type(runs).__name__}")
   paths = [runs] if isinstance(runs, (str, os.PathLike)) else list(runs)
   return runs_lib.load_runs([os.fspath(p) for p in paths], params=params_convention,
                             flops=flops_convention, schedule=schedule)
@@ -97,6 +95,7 @@ def fit_detailed(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.
                     f"{base.conventions['flops']}, the runs N {runs.params} and C {runs.flops}; "
                     "use one convention for both")
   fitted = fit_pipeline.fit_runs(runs, options, log)
+  fitted.doc["provenance"]["inputs_sha256"] = runs_lib.digest(runs)
   law = ScalingLaw.from_dict(fitted.doc, source=os.fspath(out) if out else "")
   written = []
   if out:

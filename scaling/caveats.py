@@ -27,6 +27,7 @@ from typing import Any
 
 from chinchax.scaling import backtest_doc
 from chinchax.scaling import fmt
+from chinchax.scaling import identified
 
 MIN_RUNS = 10  # twice the parameters: fewer leave a bootstrap too few distinct points
 PLAUSIBLE_EXPONENTS = (0.05, 1.5)
@@ -136,6 +137,9 @@ def headline(doc: Mapping[str, Any]) -> list[str]:
   elif len(entries) >= 2:
     lines.append("  agreement not checked: fewer than two approaches have intervals")
   rec, law = doc["recommended"], doc["law"]
+  unknown = identified.sentence(entries["3"]) if entries.get("3") else None
+  if unknown:
+    lines.append(f"  Approach 3: {unknown}")
   problems = (entries.get("3") or {}).get("problems")
   parametric = law["form"].startswith("E + ")
   if problems:

@@ -7,6 +7,8 @@
   * Duplicate rows: runs with the same N, D and loss (a row pasted twice counts twice).
   * Unfinished runs: a CSV `status` other than done/finished (failed rows are skipped): a run
     stopped early reports a loss too high for its D.
+  * Diverged runs: a loss of nan or inf (a CSV's `nan`, a DataFrame's NaN); they are kept
+    out of the fit, since a diverged run says how the run went, not what the law is.
   * Budgets that disagree with C: a run whose nominal `budget` differs from its C (6·N·D, or
     the file's C, under the chosen conventions) by more than BUDGET_TOLERANCE (relative). A
     sweep spends each budget to within half a batch, far inside it; beyond it the budgets were
@@ -55,6 +57,14 @@ def unfinished(status: dict) -> list[str]:
           "run stopped early reports a loss too high for its D; finish them or drop them"]
 
 
+def diverged(names) -> list[str]:
+  if not names:
+    return []
+  return [f"{len(names)} runs have a loss of nan or inf (e.g. {_some(names)}): they "
+          "diverged and are kept out of the fit; a sweep at a lower learning rate may "
+          "recover them"]
+
+
 def budgets(C: np.ndarray, budget: np.ndarray, names, flops: str) -> list[str]:
   known = ~np.isnan(budget)
   off = np.zeros(len(C), bool)
@@ -73,5 +83,5 @@ def warnings(runs) -> list[str]:
   """Every warning above for `runs` (a scaling.runs.Runs)."""
   names = list(runs.name)
   return [*swapped(runs.N, runs.D, names), *duplicates(runs.N, runs.D, runs.loss, names),
-          *unfinished(dict(runs.unfinished)),
+          *unfinished(dict(runs.unfinished)), *diverged(list(runs.diverged)),
           *budgets(runs.C, runs.budget, names, runs.flops)]

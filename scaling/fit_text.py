@@ -4,9 +4,13 @@ the largest fitted budget up."""
 
 from chinchax.scaling import caveats
 from chinchax.scaling import fmt
+from chinchax.scaling import identified
+from chinchax.scaling import law_build
 from chinchax.scaling.law import ScalingLaw
 
-DECADES_TO_SHOW = (0, 1, 2, 3, 4)  # the table's budgets: the largest fitted C × 10^k
+# The table's budgets: the fitted range's ends, then 10x past it, each flagged; a plan further
+# out is `chinchax plan`'s, with its extrapolation warning.
+PAST_TOP = (1.0, 10.0)
 
 
 def _parameters(entry: dict) -> list[str]:
@@ -19,20 +23,24 @@ def _parameters(entry: dict) -> list[str]:
 
 
 def _table(law: ScalingLaw) -> list[str]:
-  C_max = law.fitted_range[1]
+  C_min, C_max = law.fitted_range
   level = fmt.percent(law.ci_level) if law.samples is not None else ""
   lines = [f"compute-optimal allocation from the law of Approach {law.approach}"
            + (f" ({level} intervals):" if level else ":"),
-           f"  {'C (FLOPs)':<10} {'N*':<28} {'D*':<28} {'D*/N*':<8} loss"]
-  for k in DECADES_TO_SHOW:
-    C = float(f"{C_max * 10**k:.2g}")
+           f"  {'C (FLOPs)':<10} {'N*':<28} {'D*':<28} {'D*/N*':<8} {'loss':<8} fitted range"]
+  budgets = sorted({float(f"{C:.2g}") for C in (C_min, *(C_max * k for k in PAST_TOP))})
+  for C in budgets:
+    factor = law_build.beyond(C, law.fitted_range)
+    past = "inside" if factor <= 1 + 1e-9 else f"{fmt.factor(factor)} past: extrapolated"
     N, D = law.optimum(C)
     cells = [fmt.num(C), fmt.num(N), fmt.num(D)]
     if law.samples is not None:
       cells[1] += " " + fmt.interval(law.interval("N", C))
       cells[2] += " " + fmt.interval(law.interval("D", C))
     loss = f"{law.optimal_loss(C):.4f}" if law.predicts_loss else "-"
-    lines.append(f"  {cells[0]:<10} {cells[1]:<28} {cells[2]:<28} {fmt.num(D / N):<8} {loss}")
+    lines.append(f"  {cells[0]:<10} {cells[1]:<28} {cells[2]:<28} {fmt.num(D / N):<8} "
+                 f"{loss:<8} {past}")
+  lines.append("  a larger budget: chinchax plan --law=LAW --flops=C (it warns past 3x)")
   return lines
 
 
@@ -46,6 +54,9 @@ def summary(law: ScalingLaw, n_runs: int) -> str:
   e3 = doc["approaches"].get("3")
   if e3:
     state = "poorly determined, not the answer" if e3.get("problems") else "well determined"
+    unknown = identified.unidentified(e3)
+    if unknown and not e3.get("problems"):
+      state = f"a and b well determined; unidentified: {', '.join(unknown)}"
     lines += [f"Approach 3's law L = E + A/N^alpha + B/D^beta ({state}); Huber objective "
               f"{fmt.num(e3['objective'], 4)}, {e3['starts_at_best']}/{e3['starts']} starts "
               "reached it:"] + _parameters(e3)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from chinchax import atomic
+from chinchax.scaling import law_pack
 from chinchax.scaling import law_schema as schema
 from chinchax.scaling import optimum as opt
 from chinchax.scaling import power
@@ -30,7 +31,7 @@ __all__ = ["FORM", "SCHEMA", "ScalingLaw", "build_law", "build_power_law", "load
 
 def save_law(path: str | os.PathLike, law: Mapping[str, Any]) -> None:
   """Validate, then write atomically: a refused law never reaches the disk."""
-  atomic.write_json(path, validate_law(dict(law)))
+  atomic.write_json(path, law_pack.pack(validate_law(dict(law))))
 
 
 def load_law(path: str | os.PathLike) -> dict[str, Any]:
@@ -53,7 +54,7 @@ def load_law(path: str | os.PathLike) -> dict[str, Any]:
   except ValueError as e:  # e.g. an integer of more digits than Python will convert
     raise UserError(f"{path} is not a readable law.json ({e})") from None
   try:
-    return schema.read(obj)
+    return schema.read(law_pack.unpack(obj))
   except UserError as e:
     raise UserError(f"{path}: {e}") from None
 
@@ -81,7 +82,7 @@ class ScalingLaw:
 
   @classmethod
   def from_dict(cls, obj: Mapping[str, Any], source: str = "") -> "ScalingLaw":
-    doc = schema.read(json.loads(json.dumps(obj)))  # a private deep copy
+    doc = schema.read(law_pack.unpack(json.loads(json.dumps(obj))))  # a private deep copy
     form = doc["law"]["form"]
     values = np.array([doc["law"][k] for k in schema.COLUMNS[form]], np.float64)
     boot, samples = doc["bootstrap"], None
@@ -95,6 +96,14 @@ class ScalingLaw:
   @classmethod
   def load(cls, path: str | os.PathLike) -> "ScalingLaw":
     return cls.from_dict(load_law(path), source=os.fspath(path))
+
+  def __repr__(self) -> str:
+    from chinchax.scaling import law_text  # pylint: disable=g-import-not-at-top
+    return law_text.short(self)
+
+  def _repr_markdown_(self) -> str:
+    from chinchax.scaling import law_text  # pylint: disable=g-import-not-at-top
+    return law_text.markdown(self)
 
   def to_dict(self) -> dict[str, Any]:
     return json.loads(json.dumps(self.doc))

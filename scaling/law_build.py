@@ -2,7 +2,9 @@
 
 `build_law` takes Approach 3's parametric law, `build_power_law` an allocation law
 N* = k_N·C^a, D* = k_D·C^b (Approach 1 or 2). Both store the point fit, percentile intervals
-at `ci_level` (`ci`), the allocation table at TABLE_BUDGETS with intervals (`optimal`), and
+at `ci_level` (`ci`), the allocation table from the smallest fitted budget to 10x the
+largest, each row flagged `extrapolated` with `beyond_fit` (how many times outside the fitted
+budgets) (`optimal`; TABLE_BUDGETS when the fitted range is unknown), and
 the bootstrap draws rounded to 7 significant digits, so that an interval of N*(C), D*(C) or
 the loss can be computed at *any* budget and any level later (`bootstrap`).
 """
@@ -76,7 +78,23 @@ def _usable(samples, form: str) -> tuple[np.ndarray, int]:
   return rows, int((~keep).sum())
 
 
-def _table(form: str, values: np.ndarray, rows, budgets, level) -> list[dict]:
+def table_budgets(C_range) -> tuple[float, ...]:
+  """The allocation table's budgets: the fitted range's ends and one decade past it (a plan
+  further out is the planner's, with its warning); TABLE_BUDGETS when the range is unknown."""
+  if not C_range:
+    return TABLE_BUDGETS
+  lo, hi = (float(f"{c:.2g}") for c in C_range)
+  return tuple(sorted({lo, hi, float(f"{10 * hi:.2g}")}))
+
+
+def beyond(C: float, C_range) -> float | None:
+  """How many times C lies outside the fitted range (1 inside it); None when unknown."""
+  if not C_range:
+    return None
+  return float(max(1.0, C_range[0] / C, C / C_range[1]))
+
+
+def _table(form: str, values: np.ndarray, rows, budgets, level, C_range=None) -> list[dict]:
   P = power.from_theta(values) if form == schema.PARAMETRIC else values
   P_S = None
   if rows is not None and len(rows):
@@ -85,6 +103,9 @@ def _table(form: str, values: np.ndarray, rows, budgets, level) -> list[dict]:
   for c in budgets:
     N, D = (float(v) for v in power.optimum(c, P))
     row = {"C": float(c), "N": N, "D": D, "tokens_per_param": D / N, "loss": None}
+    factor = beyond(c, C_range)  # 1.0: inside the fitted budgets; null: range unknown
+    row["extrapolated"] = None if factor is None else factor > 1.0 + 1e-9
+    row["beyond_fit"] = factor
     if form == schema.PARAMETRIC:
       row["loss"] = float(opt.optimal_loss(c, values))
     if P_S is not None:
@@ -104,7 +125,7 @@ def assemble(form: str, values: Sequence[float], *, approach: str, samples=None,
              notes: Sequence[str] = (), data_constrained: Mapping[str, Any] | None = None,
              params_convention: str = "total", flops_convention: str = "6ND",
              loss_unit: str = "nats/token", N=None, D=None, C=None,
-             inputs: Sequence[str] = (), budgets: Sequence[float] = TABLE_BUDGETS,
+             inputs: Sequence[str] = (), budgets: Sequence[float] | None = None,
              extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
   """The validated law.json dict of either form (the keys are scaling.law_schema's)."""
   names = schema.COLUMNS[form]
@@ -128,10 +149,11 @@ def assemble(form: str, values: Sequence[float], *, approach: str, samples=None,
         ci["a"], ci["b"] = quantiles(a_S, ci_level), quantiles(b_S, ci_level)
     bootstrap = {"n": int(len(rows)), "dropped": dropped, "seed": plain(seed),
                  "kind": bootstrap_kind, "columns": list(names), "samples": rows.tolist()}
-  optimal["tokens_per_param"] = _table(form, values, rows, budgets, ci_level)
-
   if N is not None and D is not None and C is None:
     C = 6.0 * np.asarray(N, np.float64) * np.asarray(D, np.float64)
+  C_range = _range(C)
+  optimal["tokens_per_param"] = _table(form, values, rows, budgets or table_budgets(C_range),
+                                       ci_level, C_range)
   points = None
   for x in (N, D, C):
     if x is not None:

@@ -1,4 +1,5 @@
-"""The shape of law.json (schema `chinchax/law/v2`) and its validation.
+"""The shape of law.json (schema `chinchax/law/v3`; a v2 file reads as it is) and its
+validation. On disk the bootstrap draws are packed (scaling.law_pack).
 
 A law is one of two forms, named by `law.form`:
 
@@ -31,7 +32,8 @@ from chinchax.scaling import power
 from chinchax.errors import UserError
 from chinchax.scaling.json_checks import integer, interval, number, obj, shown, string, strings
 
-SCHEMA = "chinchax/law/v2"
+SCHEMA = "chinchax/law/v3"  # v2 with the draws packed on disk (law_pack) and the flagged table
+SCHEMA_V2 = "chinchax/law/v2"  # the same document in memory: read as it is
 SCHEMA_V1 = "chinchax/law/v1"
 PARAMETRIC = "E + A/N^alpha + B/D^beta"
 POWER = "N* = k_N·C^a, D* = k_D·C^b"
@@ -49,7 +51,8 @@ _V1_KEYS = ("schema", "law", "ci", "optimal", "approaches", "conventions", "fit"
 def _consistent(value: float, expected: float, where: str, how: str):
   if not math.isclose(value, expected, rel_tol=1e-6, abs_tol=1e-12):
     raise UserError(f"{where}: {value!r} does not match {how} = {expected!r} from `law`; "
-                    "was the file edited by hand? Re-run `chinchax fit`")
+                    "was the file edited by hand? Re-run `chinchax fit`, or make a law of "
+                    "other coefficients with `chinchax law --E= --A= --B= --alpha= --beta=`")
 
 
 def upgrade_v1(doc: dict) -> dict:
@@ -204,13 +207,13 @@ def validate_law(doc: Any) -> dict[str, Any]:
     raise UserError(f"expected a law.json object, got {shown(doc)}")
   if doc.get("schema") == SCHEMA_V1:
     raise UserError(f"schema: {SCHEMA_V1} is read by load_law (upgraded to {SCHEMA}); "
-                    "validate_law takes v2 dicts")
+                    "validate_law takes v3 (or v2) dicts")
   missing = [k for k in _TOP_KEYS if k not in doc]
   if missing:
     raise UserError(f"missing top-level key{'s' if len(missing) > 1 else ''} "
                     f"{', '.join(missing)}; expected a law.json written by `chinchax fit`")
-  if doc["schema"] != SCHEMA:
-    raise UserError(f"schema: expected {SCHEMA!r} (or {SCHEMA_V1!r}), "
+  if doc["schema"] not in (SCHEMA, SCHEMA_V2):
+    raise UserError(f"schema: expected {SCHEMA!r} (or {SCHEMA_V2!r}, {SCHEMA_V1!r}), "
                     f"got {shown(doc['schema'])}")
   form, values = _law(doc["law"])
   if doc["ci"] is not None:
@@ -267,4 +270,6 @@ def read(doc: Any) -> dict[str, Any]:
   """A validated v2 dict from a v1 or v2 one (a v1 dict is upgraded, not modified)."""
   if isinstance(doc, dict) and doc.get("schema") == SCHEMA_V1:
     doc = upgrade_v1(doc)
+  elif isinstance(doc, dict) and doc.get("schema") == SCHEMA_V2:
+    doc = {**doc, "schema": SCHEMA}
   return validate_law(doc)

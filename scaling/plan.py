@@ -84,7 +84,8 @@ def sanity(N: float, D: float) -> list[str]:
   lo, hi = SENSIBLE_TOKENS_PER_PARAM
   if not lo <= D / N <= hi:
     out.append(f"D/N = {D / N:.3g} tokens per parameter is outside the sensible "
-               f"[{lo:g}, {hi:g}] (compute-optimal is ~20); check N, D and C")
+               f"[{lo:g}, {hi:g}] of trained models (Chinchilla's compute-optimal models "
+               "train ~20); check N, D and C, and the law's exponents")
   return out
 
 
@@ -202,7 +203,7 @@ def plan(law: ScalingLaw, *, C: float | None = None, N: float | None = None,
   C = budget["C"]
   pair = (budget["N"], budget["D"]) if budget["N"] is not None else None
   best = compute_optimal(law, C, level)
-  notes = []
+  notes = [law.doc["plan_note"]] if law.doc.get("plan_note") else []
   if not law.predicts_loss:
     notes.append(f"this law comes from Approach {law.approach}: it plans N and D and predicts "
                  "no loss (fit Approach 3 for losses)")

@@ -38,7 +38,7 @@ def _law_lines(law: dict[str, Any]) -> list[str]:
             f"{fmt.num(law['B'], 4)}/D^{law['beta']:.4g}")
   else:
     what = f"allocation law of Approach {law['approach']} (predicts no loss)"
-  return [f"law: {law['source'] or '-'}   {what}",
+  return [f"law: {law['source'] or law.get('reference') or '-'}   {what}",
           f"     N* ∝ C^{law['a']:.3f}, D* ∝ C^{law['b']:.3f}; N {conv['params']}, "
           f"C {conv['flops']}, loss in {conv['loss']}"]
 

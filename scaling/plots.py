@@ -103,7 +103,7 @@ def optimal_figure(approaches: Mapping[str, Mapping],
       raise UserError("plot_optimal needs C_range when no approach carries points")
     C_range = (C_points.min() / 10, C_points.max() * 10)
   C = np.logspace(math.log10(C_range[0]), math.log10(C_range[1]), 200)
-  fig = Figure(figsize=(11, 4.5))
+  fig = Figure(figsize=(11, 5.2))
   axes = fig.subplots(1, 2)
   q = (100 * (1 - level) / 2, 100 * (1 + level) / 2)
   for color, (label, r) in zip(_colors(len(approaches)), approaches.items()):
@@ -131,7 +131,14 @@ def optimal_figure(approaches: Mapping[str, Mapping],
     ax.set_xlabel("C (training FLOPs)")
     ax.set_ylabel(name)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+  # One legend under both panels: inside each it covered a third of the curves.
+  handles, labels = axes[0].get_legend_handles_labels()
+  more = [(h, l.replace(" a = ", " b = ")) for h, l in zip(*axes[1].get_legend_handles_labels())
+          if l not in labels]
+  fig.legend(handles + [h for h, _ in more], labels + [l for _, l in more], fontsize=8,
+             loc="lower center", ncol=min(4, len(labels) + len(more)), frameon=False)
+  fig.subplots_adjust(bottom=0.11 + 0.045 * math.ceil((len(labels) + len(more)) / 4),
+                      top=0.9, wspace=0.25)
   fig.suptitle("Compute-optimal allocation")
   return fig
 
@@ -194,7 +201,7 @@ def law_figure(*, E: float, A: float, B: float, alpha: float, beta: float,
     budgets = 10.0 ** np.arange(math.ceil(math.log10(C_lo)), math.log10(C_hi) + 1e-9, 2)
   for C_iso in budgets:
     ax.plot(N_grid, C_iso / (6 * N_grid), color="white", ls="--", lw=1)
-    at = _label_point(C_iso, N_range, D_range)
+    at = _label_point(C_iso, N_range, D_range, G * (C_iso / 6) ** a)
     if at is not None:
       ax.text(*at, f"C={C_iso:.2g}", color="white", fontsize=7, ha="center", va="center",
               bbox=dict(boxstyle="round,pad=0.15", fc="black", alpha=0.35, lw=0))
@@ -211,12 +218,16 @@ def law_figure(*, E: float, A: float, B: float, alpha: float, beta: float,
   return fig
 
 
-def _label_point(C: float, N_range, D_range) -> tuple | None:
-  """The middle (in log N) of the part of the line D = C/(6N) inside the frame; None when the
-  line misses the frame."""
+def _label_point(C: float, N_range, D_range, N_star: float | None = None) -> tuple | None:
+  """The middle (in log N) of the part of the line D = C/(6N) inside the frame, or with
+  `N_star` (where the frontier crosses it) of the longer piece on either side of it, so that
+  the label does not sit under the frontier; None when the line misses the frame."""
   lo = max(math.log(N_range[0]), math.log(C / (6 * D_range[1])))
   hi = min(math.log(N_range[1]), math.log(C / (6 * D_range[0])))
   if not lo < hi:
     return None
+  if N_star is not None and lo < math.log(N_star) < hi:
+    x = math.log(N_star)
+    lo, hi = (lo, x) if x - lo >= hi - x else (x, hi)
   N = math.exp((lo + hi) / 2)
   return N, C / (6 * N)

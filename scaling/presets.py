@@ -26,6 +26,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "params": {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28},
         "reference": "Hoffmann et al. 2022, Training Compute-Optimal Large Language "
                      "Models, App. D.2",
+        # Why `plan --preset=hoffmann2022 --flops=5.76e23` is not Chinchilla itself.
+        "plan_note": "this is the paper's Approach 3 law (eq. 10): at Chinchilla's 5.76e23 "
+                     "FLOPs it gives ~32B parameters and ~3T tokens, not Chinchilla's 70B and "
+                     "1.4T, which the paper took from its Approaches 1 and 2; Besiroglu et al. "
+                     "2024's refit of Approach 3 (--preset=besiroglu2024) gives ~72B and 1.3T",
     },
     "besiroglu2024": {
         "params": {"E": 1.8172, "A": 482.01, "B": 2085.43, "alpha": 0.3478, "beta": 0.3658},
@@ -50,7 +55,8 @@ def preset_dict(name: str) -> dict[str, Any]:
       N=_CHINCHILLA_DATA["N"], D=_CHINCHILLA_DATA["D"], C=_CHINCHILLA_DATA["C"],
       recommended={"approach": "3", "why": f"the published law of {spec['reference']}"},
       notes=["a published law: no bootstrap draws, so no intervals"],
-      extra={"reference": spec["reference"], "preset": name},
+      extra={"reference": spec["reference"], "preset": name,
+             **({"plan_note": spec["plan_note"]} if spec.get("plan_note") else {})},
   )
   law["data"]["points"] = None  # the ranges above are the paper's, not points we hold
   law["fit"]["points"] = None

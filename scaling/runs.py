@@ -32,6 +32,7 @@ nominal budget within the same tolerance of its geometric-mean C.
 """
 
 import dataclasses
+import hashlib
 import os
 from typing import Sequence
 
@@ -41,6 +42,7 @@ from chinchax import atomic
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.errors import UserError
 from chinchax.scaling.runs_files import RUN_SCHEMA, Curve, read_csv, read_records  # noqa: F401
+from chinchax.scaling.runs_files import table_rows
 SCHEDULES = ("cosine", "wsd", "all")
 FINISHED = ("", "done", "finished", "complete", "completed")  # a CSV's `status` of a used run
 BUDGET_RTOL = 0.05
@@ -64,6 +66,7 @@ class Runs:
   schedule: tuple[str, ...] = ()  # per run; empty: all "cosine" (runs made from arrays)
   U: np.ndarray | None = None  # unique tokens per run; NaN where unknown; None: none known
   unfinished: tuple[tuple[str, str], ...] = ()  # (name, status) of runs not marked done
+  diverged: tuple[str, ...] = ()  # runs whose loss is nan or inf, kept out of the fit
 
   @property
   def repeats(self) -> np.ndarray:
@@ -120,6 +123,17 @@ def make_runs(N, D=None, loss=None, *, C=None, budget=None, name=None, curves=()
               int(n_failed), U=None if U is None else U_)
 
 
+def digest(runs: Runs) -> str:
+  """sha256 of what a fit reads: every run's N, D, C, loss, budget and U (float64, in
+  order) and the conventions; the same runs from a CSV, a runs.jsonl or a DataFrame hash
+  alike, and a changed value changes it."""
+  h = hashlib.sha256(f"{runs.params} {runs.flops} {len(runs)}\n".encode())
+  U = np.full(len(runs), np.nan) if runs.U is None else runs.U
+  for x in (runs.N, runs.D, runs.C, runs.loss, runs.budget, U):
+    h.update(np.ascontiguousarray(x, "<f8").tobytes())
+  return h.hexdigest()
+
+
 def budget_groups(runs: Runs, rtol: float = BUDGET_RTOL) -> list[np.ndarray]:
   """Indices of each IsoFLOP group, ordered by C (rule in the module docstring)."""
   known = ~np.isnan(runs.budget)
@@ -161,7 +175,7 @@ def load_runs(paths: Sequence[str], params: str = "total", flops: str = "6ND",
     paths = [paths]
   if not paths:
     raise UserError("no RUNS given: pass a sweep workdir, a runs.jsonl or a CSV")
-  rows, curves, n_failed, names = [], [], 0, set()
+  rows, curves, n_failed, names, diverged = [], [], 0, set(), []
   for path in map(os.fspath, paths):
     if atomic.isdir(path):
       file_rows, file_curves, failed = read_records(os.path.join(path, "runs.jsonl"), path,
@@ -172,7 +186,8 @@ def load_runs(paths: Sequence[str], params: str = "total", flops: str = "6ND",
       file_rows, file_curves, failed = read_records(path, os.path.dirname(path), params,
                                                      flops)
     elif path.endswith(".csv"):
-      (file_rows, failed), file_curves = read_csv(path, flops), []
+      (file_rows, failed, lost), file_curves = read_csv(path, flops), []
+      diverged += lost
     else:
       raise UserError(f"{path}: cannot read this as runs; pass a sweep workdir, a "
                       "runs.jsonl or a .csv")
@@ -191,14 +206,58 @@ def load_runs(paths: Sequence[str], params: str = "total", flops: str = "6ND",
                       f"found: {', '.join(sorted({r['schedule'] for r in rows}))})")
     names = {r["name"] for r in kept}
     rows, curves = kept, [c for c in curves if c.name in names]
+  return _from_rows(rows, curves, params, flops, tuple(map(os.fspath, paths)), n_failed,
+                    diverged)
+
+
+def _from_rows(rows, curves, params, flops, sources, n_failed, diverged) -> Runs:
   if not rows:
-    raise UserError(f"no usable runs in {', '.join(map(os.fspath, paths))} "
-                    f"({n_failed} failed runs skipped)")
+    raise UserError(f"no usable runs in {', '.join(sources)} ({n_failed} failed and "
+                    f"{len(diverged)} diverged runs skipped)")
   col = lambda k: np.array([r[k] for r in rows], np.float64)
   U = col("U")
   unfinished = tuple((r["name"], r["status"]) for r in rows
                      if str(r.get("status", "")).lower() not in FINISHED)
   return Runs(col("N"), col("D"), col("C"), col("loss"), col("budget"),
               tuple(r["name"] for r in rows), tuple(curves), params, flops,
-              tuple(map(os.fspath, paths)), n_failed, tuple(r["schedule"] for r in rows),
-              U=None if np.all(np.isnan(U)) else U, unfinished=unfinished)
+              sources, n_failed, tuple(r["schedule"] for r in rows),
+              U=None if np.all(np.isnan(U)) else U, unfinished=unfinished,
+              diverged=tuple(diverged))
+
+
+def from_columns(table, params: str = "total", flops: str = "6ND",
+                 source: str = "<columns>") -> Runs:
+  """Runs from a table of columns: a mapping {column: values} or a pandas DataFrame (read
+  through its `columns`, so pandas is never imported here), with a CSV's columns and rules:
+  N, D (or C), loss, optionally budget, U, run (or name), status, schedule; other columns
+  are ignored; a blank (None, NaN) is an empty cell; a nan or inf loss is a diverged run."""
+  if params not in PARAMS_CONVENTIONS or flops not in FLOPS_CONVENTIONS:
+    raise UserError(f"unknown conventions {params!r}, {flops!r}; use one of "
+                    f"{PARAMS_CONVENTIONS} and {FLOPS_CONVENTIONS}")
+  names = [str(c) for c in table.columns] if hasattr(table, "columns") else list(table)
+  columns = {str(k): _values(table[k], str(k)) for k in (
+      table.columns if hasattr(table, "columns") else table)}
+  for need in ("N", "loss"):
+    if need not in columns:
+      raise UserError(f"runs: missing column {need!r} (columns: {', '.join(names)})")
+  if "D" not in columns and "C" not in columns:
+    raise UserError(f"runs: needs a column 'D' (tokens) or 'C' (FLOPs); columns: "
+                    f"{', '.join(names)}")
+  if flops == "chinchilla" and "C" not in columns:
+    raise UserError("runs: flops_convention='chinchilla' needs a 'C' column")
+  lengths = {k: len(v) for k, v in columns.items()}
+  if len(set(lengths.values())) > 1:
+    raise UserError(f"runs: columns of different lengths {lengths}; give one value per run "
+                    "in every column")
+  n = lengths["N"]
+  records = [(i, {k: v[i] for k, v in columns.items()}) for i in range(n)]
+  rows, failed, diverged = table_rows(f"{source} row", "row", records)
+  return _from_rows(rows, [], params, flops, (source,), failed, diverged)
+
+
+def _values(column, name: str) -> list:
+  values = column.tolist() if hasattr(column, "tolist") else column
+  if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+    raise UserError(f"runs: column {name!r} is not a sequence of values, got "
+                    f"{type(column).__name__}")
+  return list(values)

@@ -152,25 +152,63 @@ def read_csv(path: str, flops: str):
                     "can only give C = 6ND")
   if not records:
     raise UserError(f"{path}: no rows")
-  rows, failed, base = [], 0, os.path.basename(path)
+  return table_rows(path, os.path.basename(path), records)
+
+
+def _missing(value: Any) -> bool:
+  """An empty cell: a CSV's blank, or a DataFrame's None/NaN (how pandas shows a blank)."""
+  if value is None:
+    return True
+  if isinstance(value, str):
+    return not value.strip()
+  try:
+    return math.isnan(float(value))
+  except (TypeError, ValueError, OverflowError):
+    return False
+
+
+def _diverged(value: Any) -> bool:
+  """A loss of nan or inf: the run diverged (data about the run, not a typo)."""
+  try:
+    return not math.isfinite(float(value))
+  except (TypeError, ValueError, OverflowError):
+    return False
+
+
+def table_rows(path: str, base: str, records):
+  """Row dicts from (line, {column: value}) pairs of a CSV or a DataFrame; extra columns are
+  ignored. Returns (rows, failed, diverged): `failed` counts status=failed rows, `diverged`
+  names the rows whose loss is nan or inf, both kept out of the fit."""
+  rows, failed, diverged = [], 0, []
   for line, raw in records:
-    r = {k: v.strip() for k, v in raw.items()}
+    r = {k: (v.strip() if isinstance(v, str) else v) for k, v in raw.items()}
     where = f"{path}:{line}"
-    if r.get("status", "done") == "failed":
+    name = r.get("run") if not _missing(r.get("run")) else r.get("name")
+    name = str(name) if not _missing(name) else f"{base}:{line}"
+    status = "" if _missing(r.get("status")) else str(r["status"])
+    if status == "failed":
       failed += 1
       continue
-    N, loss = _positive(where, "N", r["N"]), _positive(where, "loss", r["loss"])
-    D = _positive(where, "D", r["D"]) if r.get("D") else None
-    C = _positive(where, "C", r["C"]) if r.get("C") else None
+    if _diverged(r["loss"]):
+      diverged.append(name)
+      continue
+    N = _positive(where, "N", r["N"])
+    try:
+      loss = _positive(where, "loss", r["loss"])
+    except UserError as e:
+      raise UserError(f"{e}; a run that failed is kept out with a status column "
+                      "(status=failed)") from None
+    D = None if _missing(r.get("D")) else _positive(where, "D", r["D"])
+    C = None if _missing(r.get("C")) else _positive(where, "C", r["C"])
     if D is None and C is None:
       raise UserError(f"{where}: neither D nor C is given")
     D = C / (6.0 * N) if D is None else D
     C = 6.0 * N * D if C is None else C
-    budget = _positive(where, "budget", r["budget"]) if r.get("budget") else math.nan
-    U = _positive(where, "U", r["U"]) if r.get("U") else math.nan
-    rows.append(dict(name=r.get("run") or f"{base}:{line}", N=N, D=D, C=C, loss=loss,
-                     budget=budget, U=U, schedule=r.get("schedule") or "cosine",
-                     status=r.get("status", "")))
+    budget = math.nan if _missing(r.get("budget")) else _positive(where, "budget", r["budget"])
+    U = math.nan if _missing(r.get("U")) else _positive(where, "U", r["U"])
+    rows.append(dict(name=name, N=N, D=D, C=C, loss=loss, budget=budget, U=U,
+                     schedule="cosine" if _missing(r.get("schedule")) else str(r["schedule"]),
+                     status=status))
   if len({r["name"] for r in rows}) < len(rows):
     raise UserError(f"{path}: the 'run' column repeats a name; give each row its own")
-  return rows, failed
+  return rows, failed, diverged

@@ -24,7 +24,8 @@ NOISE = ("has no dataset_info.json", "Using custom data configuration")
 
 def not_tfds_noise(record: logging.LogRecord) -> bool:
   """A logging filter that drops TFDS's notices about chinchax's own corpora."""
-  return not any(n in str(record.msg) for n in NOISE)
+  # The formatted text: TFDS logs 'Variant folder %s has no %s' with the file as an arg.
+  return not any(n in record.getMessage() for n in NOISE)
 
 
 def quiet_tfds() -> None:

@@ -31,7 +31,7 @@ from chinchax.models import mesh as mesh_lib
 from chinchax.scaling import conventions
 from chinchax.errors import UserError
 from chinchax.sweeps.accel import aot, aot_cache, hardware, readiness
-from chinchax.sweeps import estimate, table
+from chinchax.sweeps import estimate, fit_forecast, table
 from chinchax.sweeps import recipe as recipe_lib
 from chinchax.sweeps import spec as spec_lib
 
@@ -142,9 +142,11 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
   c, cells, refusals = spec.config, list(spec.cells), list(spec.refusals)
   if opts.compile is None:
     if opts.json:
+      sizes, warnings = fit_forecast.forecast(cells, list(c.get("budgets") or ()),
+                                              c.get("prior") or None)
       print(json.dumps({"cells": [{"name": x.name, "N": x.N, "D": x.D,
                                    "hbm_bytes_per_chip": None, "fits": None} for x in cells],
-                        "refused": refusals}, indent=1))
+                        "refused": refusals, "fit_warnings": warnings}, indent=1))
       return 0
     seconds, how = estimate.time_model(spec.executor)
     if c.get("target"):  # the slice or node the sweep is for, not this machine
@@ -163,6 +165,11 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
     print(table.format_table(cells, refusals, seconds=seconds, source=rec.source(),
                              notes=rec.law_notes(cells)))
     print(how)
+    sizes, warnings = fit_forecast.forecast(cells, list(c.get("budgets") or ()),
+                                            c.get("prior") or None)
+    if sizes:
+      print("sizes per budget for the fit (after the refusals above):")
+      print("\n".join(sizes + [f"warning: {w}" for w in warnings]))
     print("unique tokens and the vocabulary are checked when the data is opened for training")
     return 0
 

@@ -52,6 +52,7 @@ def train(config: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: 
   `stop`, `devices`, `checkpoint_lock`, `progress`, `opened`: see
   `chinchax.sweeps.train.loop.train`.
   """
+  atomic.check_writable(workdir, "workdir", folder=True)
   run_args = dict(stop=stop, quiet=quiet, devices=devices, checkpoint_lock=checkpoint_lock)
   for key, value in (("progress", progress), ("opened", opened)):
     if value is not None:  # only then: stand-ins for loop.train need not know them

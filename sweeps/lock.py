@@ -162,6 +162,7 @@ def _stale(holder: dict) -> str | None:
 
 def acquire(workdir: str, what: str):
   """Takes WORKDIR's lock (UserError when another process holds it); `.release()` it."""
+  atomic.check_writable(workdir, "--workdir", folder=True)
   atomic.makedirs(workdir)
   path = os.path.join(atomic.absolute(workdir), NAME)
   if atomic.is_remote(path):

@@ -22,8 +22,10 @@ class SweepProgress:
   """The sweep driver's view of its jobs; `step` is called from the train loop."""
 
   def __init__(self, names: Sequence[str], estimate_s: Sequence[float], *, stream=None,
-               live: bool | None = None, clock: Callable[[], float] = time.monotonic):
+               live: bool | None = None, clock: Callable[[], float] = time.monotonic,
+               done_before: int = 0):
     self.names = list(names)
+    self.done_before = done_before  # jobs a resumed sweep found done: the count goes on
     self.est = dict(zip(names, estimate_s))
     self.stream = stream or sys.stdout
     self.live = _isatty(self.stream) if live is None else live
@@ -81,14 +83,16 @@ class SweepProgress:
       left = len(self.names) - len(self.done)
       eta = f" | sweep ETA {clock_text(self.eta_s())}" if left else ""
       sep = ", " if status == "done" else ": "
-      line = (f"[{len(self.done)}/{len(self.names)}] {name}: {status}"
+      line = (f"[{self.done_before + len(self.done)}/{self.done_before + len(self.names)}] "
+              f"{name}: {status}"
               f"{sep + detail if detail else ''}{rate} | "
               f"{clock_text(self.clock() - self.t0)} elapsed{eta}")
       print(line, file=self.stream, flush=True)
       return line
 
   def _tag(self, name: str) -> str:
-    return f"[{len(self.done) + 1}/{len(self.names)}] {name}"
+    return (f"[{self.done_before + len(self.done) + 1}/{self.done_before + len(self.names)}] "
+            f"{name}")
 
 
 def _rate(tokens_per_s: float) -> str:

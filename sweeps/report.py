@@ -20,13 +20,19 @@ from chinchax.scaling import caveats
 from chinchax.scaling import forecast as forecast_lib
 from chinchax.scaling import records as records_lib
 from chinchax.scaling import law as law_lib
+from chinchax.scaling import law_build
+from chinchax.scaling import law_pack
 from chinchax.scaling import law_schema
 from chinchax.scaling import plan as plan_lib
 from chinchax.errors import UserError
 from chinchax.sweeps import forecast_score
 
-PLOTS = ("isoflops", "optimal", "law")
-BEYOND = (1e1, 1e2, 1e3, 1e4)  # compute-optimal rows at these multiples of the top budget
+PLOTS = ("isoflops", "optimal", "law", "residuals")
+# Compute-optimal rows at these multiples of the top budget: the table ends near the data
+# (`chinchax plan --flops=C` goes further, with its extrapolation warning).
+BEYOND = (1.0, 3.0, 10.0)
+_METHODS = {"vp": "the joint fit of every budget's profile", "parabola": "a parabola in log N",
+            "vp_levels": "the joint fit at matched loss levels"}
 
 
 def _read_records(workdir: str) -> list[dict]:
@@ -64,9 +70,14 @@ def runs_section(records: list[dict]) -> list[str]:
   n_failed = sum(r.get("status") != "done" for r in records)
   notes = sorted({r["hardware"]["peak_flops_reason"] for r in records
                   if (r.get("hardware") or {}).get("peak_flops_reason")})
+  wall = ["", "wall s: each run's own training call in its last session"
+          + (" (a WSD branch: its cooldown, not the stable run it starts from)"
+             if any(r.get("schedule") == "wsd" for r in records) else "")
+          + "; runs trained side by side overlap, so the column does not add up to the "
+          "sweep's time."]
   return ["## Runs", "", f"{len(records)} runs, {n_failed} failed.", ""] + _table(
       ["cell", "C", "N", "d_model x L", "D", "D/N", "steps", "eval loss", "wall s", "hardware",
-       "tokens/s", "MFU"], rows) + [""] * bool(notes) + [f"- MFU: {n}" for n in notes]
+       "tokens/s", "MFU"], rows) + wall + [""] * bool(notes) + [f"- MFU: {n}" for n in notes]
 
 
 def _hardware(r: dict) -> str:
@@ -93,7 +104,8 @@ def minima_section(records: list[dict], law: dict | None) -> list[str]:
   fit2 = (law or {}).get("approaches", {}).get("2")
   if fit2:
     p = fit2["points"]
-    out += ["", "Approach 2's parabola minimum (loss against log N) per budget:", ""]
+    how = _METHODS.get(fit2.get("method"), fit2.get("method") or "its fit")
+    out += ["", f"Approach 2's minimum per budget ({how}):", ""]
     out += _table(["C", "N*", "D*", "loss"],
                   [[_g(C), _g(N), _g(D), _g(L, ".4f")]
                    for C, N, D, L in zip(p["C"], p["N"], p["D"], p["loss"])])
@@ -142,18 +154,22 @@ def law_section(law: dict) -> list[str]:
 
 def optimal_section(law: dict) -> list[str]:
   scaling_law = law_lib.ScalingLaw.from_dict(law)
-  top = (law["data"].get("C") or [1e18, 1e18])[1]
+  fitted = law["data"].get("C")
+  top = (fitted or [1e18, 1e18])[1]
   rows = []
   for k in BEYOND:
     C = float(f"{top * k:.2g}")
     o = plan_lib.compute_optimal(scaling_law, C)
     band = o["interval"] or {}
+    factor = law_build.beyond(C, fitted)
+    past = "?" if factor is None else "inside" if factor <= 1 + 1e-9 else f"{factor:.3g}x past"
     rows.append([_g(C, ".1e"), _g(o["N"]) + _ci(band.get("N"), ".3g"),
                  _g(o["D"]) + _ci(band.get("D"), ".3g"), _g(o["tokens_per_param"], ".1f"),
-                 _g(o["loss"], ".4f")])
-  return ["## Compute-optimal models beyond the sweep", "",
-          "Extrapolations of the fitted law (`chinchax plan --law=law.json --flops=C`).", ""
-          ] + _table(["C (FLOPs)", "N*", "D*", "D*/N*", "loss"], rows)
+                 _g(o["loss"], ".4f"), past])
+  return ["## Compute-optimal models at and past the sweep's largest budget", "",
+          "From the fitted law; a row past the fitted budgets is an extrapolation. Further out: "
+          "`chinchax plan --law=law.json --flops=C` (it warns past 3x).", ""
+          ] + _table(["C (FLOPs)", "N*", "D*", "D*/N*", "loss", "fitted range"], rows)
 
 
 def forecast_section(score: dict | None) -> list[str]:
@@ -197,7 +213,7 @@ def write_report(workdir: str, fit_error: str | None = None) -> str:
   law = None
   if law_text is not None:
     try:
-      law = law_schema.read(json.loads(law_text))
+      law = law_schema.read(law_pack.unpack(json.loads(law_text)))
     except (json.JSONDecodeError, UserError) as e:
       raise UserError(f"{law_path}: {e}") from None
   text = render(records, law, workdir, fit_error)

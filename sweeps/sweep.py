@@ -25,6 +25,7 @@ import ml_collections
 
 from chinchax.models import sharding
 from chinchax import atomic, killpoints
+from chinchax.scaling import fmt
 from chinchax.errors import UserError
 from chinchax.sweeps.train import checkpoint
 from chinchax.scaling import records
@@ -103,6 +104,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   executors.check(spec.executor)
   if spec.config.forecast:  # a wrong path is refused before anything trains
     forecast_score.load(spec.config.forecast)
+  atomic.check_writable(workdir, "workdir", folder=True)  # before the data is opened
   spec, opened = preflight(spec)
   lead = jax.process_index() == 0
   say = (lambda m: print(m, flush=True)) if lead else (lambda m: None)
@@ -117,14 +119,14 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   todo = _skip_done(spec.jobs, say)
   if lead:  # the cells' result.json files are the truth: runs.jsonl is made to agree
     records.sync_runs(runs_path, [d for j in spec.jobs for d in job_lib.record_dirs(j)])
-  say(f"{len(todo)} of {len(spec.jobs)} cells to train with executor={spec.executor.kind!r}")
+  say(_todo_line(spec.jobs, todo, spec.executor.kind))
 
   failed = []
   progress = _progress(spec, todo, live=False if quiet else None) if lead else None
 
   def on_result(job: Job, outcome: Outcome) -> None:
     if outcome.status == "done":
-      detail = "eval loss " + ", ".join(f"{r['eval_loss']:.4f}" for r in outcome.records)
+      detail = "eval loss " + _losses(outcome.records)
     else:
       failed.append(job.name)
       detail = outcome.reason or ""
@@ -171,7 +173,26 @@ def _progress(spec: spec_lib.Spec, todo: list[Job], live) -> progress_lib.SweepP
   known = [cells[j.name] for j in todo if j.name in cells]
   default = sum(known) / len(known) if known else 1.0  # a WSD job: the mean cell
   return progress_lib.SweepProgress([j.name for j in todo],
-                                    [cells.get(j.name, default) for j in todo], live=live)
+                                    [cells.get(j.name, default) for j in todo], live=live,
+                                    done_before=len(spec.jobs) - len(todo))
+
+
+def _todo_line(jobs, todo, executor: str) -> str:
+  """`9 of 9 runs to train (30 of 30 cells to train as their cooldown branches)` for WSD
+  runs, whose one job trains a size's cells; `N of M cells to train` otherwise."""
+  n_cells = lambda js: sum(len(job_lib.record_dirs(j)) for j in js)
+  if n_cells(jobs) == len(jobs):
+    return f"{len(todo)} of {len(jobs)} cells to train with executor={executor!r}"
+  return (f"{len(todo)} of {len(jobs)} runs to train ({n_cells(todo)} of {n_cells(jobs)} "
+          f"cells to train as their cooldown branches) with executor={executor!r}")
+
+
+def _losses(records) -> str:
+  """`2.1840`, or for a WSD run's branches `2.3012 (C=5e10), 2.2205 (C=1e11)`."""
+  if len(records) == 1 and records[0].get("schedule") != "wsd":
+    return f"{records[0]['eval_loss']:.4f}"
+  return ", ".join(f"{r['eval_loss']:.4f}" + (f" (C={fmt.num(r['budget'])})" if r.get("budget")
+                                              else "") for r in records)
 
 
 def _skip_done(jobs, say) -> list[Job]:
@@ -182,6 +203,6 @@ def _skip_done(jobs, say) -> list[Job]:
     if done is None:
       todo.append(job)
       continue
-    losses = ", ".join(f"{r['eval_loss']:.4f}" for r in done)
+    losses = _losses(done)
     say(f"[{i + 1}/{len(jobs)}] {job.name}: skipped, already done (eval loss {losses})")
   return todo

@@ -9,8 +9,12 @@ CHINCHAX_COMPILE_CACHE=DIR).
 """
 
 import os
+import sys
 
 import jax
+
+from chinchax import atomic
+from chinchax.errors import UserError
 
 ENV = "CHINCHAX_COMPILE_CACHE"
 DEFAULT_DIR = os.path.join(os.path.expanduser("~"), ".cache", "chinchax", "xla")
@@ -18,12 +22,24 @@ OFF = ("off", "0", "none", "false")
 
 
 def enable(path: str | None = None) -> str | None:
-  """Points jax at the cache folder (created on first write); returns it, or None when off."""
-  path = path or os.environ.get(ENV) or DEFAULT_DIR
+  """Points jax at the cache folder (created on first write); returns it, or None when off.
+
+  A folder the user named (`path`, CHINCHAX_COMPILE_CACHE) that cannot be written is a
+  UserError before any work; the default one (a read-only home) is passed over with a note.
+  """
+  named = path or os.environ.get(ENV)
+  path = named or DEFAULT_DIR
   if path.lower() in OFF:
     return None
   if jax.config.jax_compilation_cache_dir:  # already set by the user or an earlier call
     return jax.config.jax_compilation_cache_dir
+  try:
+    atomic.check_writable(path, ENV if named else "the compile cache", folder=True)
+  except UserError as e:
+    if named:
+      raise UserError(f"{e} (or {ENV}=off)") from None
+    print(f"note: {e}; compiling without a cache", file=sys.stderr)
+    return None
   jax.config.update("jax_compilation_cache_dir", path)
   # Every program, however quick to compile: a sweep's small cells compile in ~1-5 s each,
   # under jax's default threshold of 1 s on a fast machine but the bulk of a cell on CPU.

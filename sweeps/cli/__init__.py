@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("chinchax.sweeps.cli.plan", "plan N and D for a compute budget from a law"),
     "forecast": ("chinchax.sweeps.cli.forecast", "write a law's forecast for a run; score it "
                  "after"),
+    "law": ("chinchax.sweeps.cli.law", "write a law.json from published coefficients"),
     "models": ("chinchax.sweeps.cli.models", "print the shape recipe's table of model sizes"),
     "tokenizer": ("chinchax.sweeps.cli.tokenizer", "train a SentencePiece tokenizer on a corpus"),
     "data": ("chinchax.sweeps.cli.data", "prepare raw text (jsonl/parquet/txt) as array_record"),

@@ -87,6 +87,7 @@ def main(argv: list[str]) -> int:
   args = _parser().parse_args(argv)
   out = pipeline.resolve_data_dir(args.out)
   atomic.check_backend(out, "--out")
+  atomic.check_writable(out, "--out", folder=True)
   if args.action == "tfds":
     name = prepare.prepare_tfds(args.name, out)
     print(f"prepared {name} under {out}\nuse it with: --config.train.data.name={name} "

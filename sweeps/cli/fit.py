@@ -15,6 +15,7 @@ The fit is chinchax.fit (scaling.api); this module parses flags and prints.
 """
 
 import argparse
+import json
 import sys
 
 from chinchax.scaling import api
@@ -58,24 +59,29 @@ def _parser() -> argparse.ArgumentParser:
               epilog="example: chinchax fit runs/smoke --out=law.json --bootstrap=1000 "
                      "--plots=plots/")
   p.add_argument("runs", nargs="+", help="sweep workdir, runs.jsonl or CSV (N, D or C, loss)")
-  p.add_argument("--out", default="law.json", help="where to write law.json")
+  p.add_argument("--out", default="law.json",
+                 help="where to write law.json (default: ./law.json; an existing file there "
+                      "is replaced, and the output says so)")
   p.add_argument("--approach", default=None,
                  help="comma list of 1,2,3 (default: every approach the data support)")
-  p.add_argument("--bootstrap", type=_count, default=1000, help="resamples (0: no intervals)")
+  p.add_argument("--bootstrap", type=_count, default=1000,
+                 help="resamples (0: no intervals; default: 1000)")
   p.add_argument("--ci", type=argtypes.interval_level, default=0.9,
-                 help="interval level (default 0.9)")
-  p.add_argument("--plots", default=None, help="folder for PNG and SVG plots")
+                 help="interval level (default: 0.9)")
+  p.add_argument("--plots", default=None, help="folder for PNG and SVG plots (default: none)")
   p.add_argument("--params-convention", default="total", choices=PARAMS_CONVENTIONS,
-                 help="N counts every parameter (total) or not the embeddings")
+                 help="N counts every parameter (total) or not the embeddings (default: total)")
   p.add_argument("--flops-convention", default="6ND", choices=FLOPS_CONVENTIONS,
-                 help="C = 6ND, or the full count of Hoffmann et al. App. F (chinchilla)")
+                 help="C = 6ND, or the full count of Hoffmann et al. App. F (chinchilla) "
+                      "(default: 6ND)")
   p.add_argument("--schedule", default="all", choices=runs_lib.SCHEDULES,
-                 help="fit cosine runs, WSD cooldown branches, or all")
+                 help="fit cosine runs, WSD cooldown branches, or all (default: all)")
   p.add_argument("--base-law", default=None,
                  help="law.json whose E, A, B, alpha, beta the data-constrained fit keeps "
                       "(default: fitted jointly)")
-  p.add_argument("--delta", type=float, default=parametric.DEFAULT_DELTA, help="Huber delta")
-  p.add_argument("--seed", type=int, default=0)
+  p.add_argument("--delta", type=float, default=parametric.DEFAULT_DELTA,
+                 help=f"Huber delta (default: {parametric.DEFAULT_DELTA:g})")
+  p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default: 0)")
   p.add_argument("--quiet", action="store_true", help="print nothing")
   return p
 
@@ -102,6 +108,7 @@ def main(argv: list[str]) -> int:
   except SystemExit as e:  # --help
     return int(e.code or 0)
   log = (lambda *_: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+  replaced = _previous(args.out)
   law, runs, written = api.fit_detailed(
       args.runs, approaches=args.approach, bootstrap=args.bootstrap, ci=args.ci,
       seed=args.seed, delta=args.delta, params_convention=args.params_convention,
@@ -109,5 +116,17 @@ def main(argv: list[str]) -> int:
       base_law=args.base_law, out=args.out, plots=args.plots, log=log)
   if not args.quiet:
     print(fit_text.summary(law, len(runs)))
-    print("wrote " + ", ".join(written))
+    print("wrote " + ", ".join(written) + (f" (replacing the law.json {replaced})"
+                                            if replaced else ""))
   return 0
+
+
+def _previous(out: str) -> str | None:
+  """'fitted at TIME' of a law.json already at `out`, which the fit will replace."""
+  if not atomic.exists(out) or atomic.isdir(out):  # a folder: the fit refuses it
+    return None
+  try:
+    created = json.loads(atomic.read_text(out) or "{}")["provenance"]["created"]
+    return f"fitted at {created}"
+  except (ValueError, KeyError, TypeError, OSError, RecursionError):
+    return "that was there"

@@ -20,6 +20,7 @@ import sys
 
 from chinchax.scaling import api
 from chinchax.scaling import hparams_file, hparams_plan
+from chinchax.scaling import coefficients
 from chinchax.scaling import presets
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.errors import UserError
@@ -32,6 +33,9 @@ _SUFFIXES = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 def _number(text: str) -> float:
   scale = _SUFFIXES.get(text[-1:], 1.0)
   body = text[:-1] if text[-1:] in _SUFFIXES else text
+  if scale != 1.0 and "e" in body.lower():  # 1e22B: 1e31, or a typo for 1e22?
+    raise argparse.ArgumentTypeError(f"{text!r} has both an exponent and a suffix; write one "
+                                     f"(e.g. {body} or 70B)")
   try:
     x = float(body) * scale
   except ValueError:
@@ -50,7 +54,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
   p = _Parser(prog="chinchax plan", description=__doc__.split("\n\n")[0], allow_abbrev=False)
-  p.add_argument("--law", help="law.json written by `chinchax fit`")
+  p.add_argument("--law", help="law.json written by `chinchax fit` or `chinchax law`, or a "
+                 "JSON object of E, A, B, alpha, beta alone")
   p.add_argument("--preset", help=f"a published law: {', '.join(presets.names())}")
   p.add_argument("--flops", type=_number, metavar="C", help="training FLOPs (C = 6ND)")
   p.add_argument("--params", type=_number, metavar="N", help="model parameters")
@@ -86,8 +91,8 @@ def _load(args) -> ScalingLaw:
     raise UserError("give either --law or --preset, not both")
   if args.preset:
     return presets.preset(args.preset)
-  if args.law:
-    return ScalingLaw.load(args.law)
+  if args.law:  # a law.json, or a file of the five coefficients alone
+    return coefficients.load(args.law)
   raise UserError(f"no law: give --law=law.json or --preset=NAME "
                   f"({', '.join(presets.names())})")
 

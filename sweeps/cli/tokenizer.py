@@ -9,6 +9,7 @@ the corpus's TFDS name and the measured UTF-8 bytes per token on the validation 
 model with `DataConfig(tokenizer="spm", spm_model="DIR/spm.model")`.
 """
 
+from chinchax import atomic
 from chinchax.sweeps.cli import flags
 from chinchax.sweeps.data import text_builder, train_tokenizer
 
@@ -30,6 +31,7 @@ def _parser() -> flags.ArgParser:
 
 def main(argv: list[str]) -> int:
   args = _parser().parse_args(argv)
+  atomic.check_writable(args.out, "--out", folder=True)  # before the corpus is read
   info = train_tokenizer.train_tokenizer(
       args.corpus, args.vocab, args.out, model_type=args.model_type, data_dir=args.data_dir,
       val_fraction=args.val_fraction, max_sentences=args.max_sentences)

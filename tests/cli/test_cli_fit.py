@@ -52,7 +52,7 @@ def test_fit_writes_a_valid_law_with_intervals_and_plots(good, tmp_path_factory,
   raw = good["law"]
   law = law_lib.ScalingLaw.load(good["wd"] / "law.json")
   assert law.a == pytest.approx(syn.a_true(), abs=0.01)
-  assert raw["schema"] == "chinchax/law/v2" and raw["recommended"]["approach"] == "3"
+  assert raw["schema"] == "chinchax/law/v3" and raw["recommended"]["approach"] == "3"
   assert set(raw["approaches"]) == {"2", "3"}  # no curves: Approach 1 skipped with a note
   assert raw["approaches"]["2"]["a"] == pytest.approx(syn.a_true(), abs=0.01)
   lo, hi = raw["approaches"]["3"]["ci"]["a"]
@@ -158,7 +158,7 @@ def test_bad_flags_are_one_line_and_exit_2(tmp_path, capsys, flags, message):
 
 def test_bad_runs_are_refused_and_nothing_written(tmp_path, capsys):
   bad = tmp_path / "bad.csv"
-  bad.write_text("N,D,loss\n1e6,2e7,3.1\n2e6,1e7,nan\n")
+  bad.write_text("N,D,loss\n1e6,2e7,3.1\n2e6,1e7,-1\n")
   out = tmp_path / "law.json"
   assert cli.run(["fit", str(bad), f"--out={out}"]) == 2
   err = capsys.readouterr().err.strip().splitlines()

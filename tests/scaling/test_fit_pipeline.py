@@ -169,7 +169,7 @@ def test_bad_arguments_are_one_line_user_errors():
                       ({"base_law": "no/such/law.json"}, "cannot read law file")):
     with pytest.raises(UserError, match=message):
       chinchax.fit(runs, **kw)
-  with pytest.raises(UserError, match="runs as arrays: give a mapping with N, D"):
+  with pytest.raises(UserError, match="runs: missing column .loss."):
     chinchax.fit({"N": [1.0], "tokens": [2.0]})
 
 

@@ -8,6 +8,7 @@ import pytest
 from scipy import optimize
 
 from chinchax.scaling import law as law_lib
+from chinchax.scaling import law_pack
 from chinchax.scaling import optimum as opt
 from chinchax.scaling import presets
 from chinchax.errors import UserError
@@ -135,7 +136,9 @@ def test_round_trip(tmp_path):
   law = law_lib.ScalingLaw.load(path)
   assert law.to_dict() == doc
   law.save(tmp_path / "again.json")
-  assert json.loads((tmp_path / "again.json").read_text()) == doc
+  raw = json.loads((tmp_path / "again.json").read_text())
+  assert "samples" not in raw["bootstrap"] and raw["bootstrap"]["samples_zlib"]  # packed
+  assert law_pack.unpack(raw) == doc
   N, D = np.array([1e8, 1e10]), np.array([2e9, 2e11])
   np.testing.assert_array_equal(law.predict(N, D), chinchilla_loss(N, D, *THETA))
   assert law.fitted_range == tuple(doc["data"]["C"])
@@ -186,7 +189,7 @@ def _break(doc, dotted, value):
     ("law.E", True, "law.E: expected a non-negative finite number, got true"),
     ("ci", KeyError, "missing top-level key ci"),
     ("law.B", KeyError, "law: missing key B"),
-    ("schema", "chinchax/law/v0", "schema: expected 'chinchax/law/v2' (or 'chinchax/law/v1')"),
+    ("schema", "chinchax/law/v0", "schema: expected 'chinchax/law/v3' (or 'chinchax/law/v2', 'chinchax/law/v1')"),
     ("warnings", "none", "warnings: expected a list of strings"),
     ("recommended.approach", "4", "recommended.approach: expected one of 1, 2, 3"),
     ("recommended", KeyError, "missing top-level key recommended"),
@@ -281,7 +284,7 @@ def test_numpy_fit_results_are_stored_as_plain_json(tmp_path):
 def test_round_trip_through_a_gs_bucket(fake_gcs):  # noqa: F811
   doc = synthetic_law()
   law_lib.save_law("gs://bkt/fits/law.json", doc)
-  assert json.loads(fake_gcs.local("gs://bkt/fits/law.json").read_text()) == doc
+  assert law_pack.unpack(json.loads(fake_gcs.local("gs://bkt/fits/law.json").read_text())) == doc
   assert law_lib.load_law("gs://bkt/fits/law.json") == doc
   assert law_lib.ScalingLaw.load("gs://bkt/fits/law.json").to_dict() == doc
   with pytest.raises(UserError, match="cannot read law file gs://bkt/nope.json"):
@@ -303,13 +306,13 @@ def test_a_v1_file_is_read_as_v2(tmp_path):
   path = tmp_path / "v1.json"
   path.write_text(json.dumps(v1))
   law = law_lib.ScalingLaw.load(path)
-  assert law.doc["schema"] == "chinchax/law/v2" and law.recommended["approach"] == "3"
+  assert law.doc["schema"] == "chinchax/law/v3" and law.recommended["approach"] == "3"
   assert law.warnings == ["Approach 3: E=1.8 is not below the smallest observed loss 1.7"]
   assert (law.E, law.alpha) == (doc["law"]["E"], doc["law"]["alpha"])
   np.testing.assert_array_equal(law.samples, np.asarray(doc["bootstrap"]["samples"]))
   assert law_lib.load_law(path)["notes"][0].startswith("read from a chinchax/law/v1 file")
-  law.save(tmp_path / "v2.json")  # written back as v2
-  assert json.loads((tmp_path / "v2.json").read_text())["schema"] == "chinchax/law/v2"
+  law.save(tmp_path / "v2.json")  # written back as the current schema
+  assert json.loads((tmp_path / "v2.json").read_text())["schema"] == "chinchax/law/v3"
   broken = dict(v1, law={"form": v1["law"]["form"], "E": 1.0})
   path.write_text(json.dumps(broken))
   with pytest.raises(UserError, match="v1.json: law: missing keys A, B, alpha, beta"):

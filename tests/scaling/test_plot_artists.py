@@ -51,8 +51,14 @@ def test_optimal_draws_the_band_the_fitted_range_and_the_extrapolation():
   xs = ([span.get_x(), span.get_x() + span.get_width()] if hasattr(span, "get_width")
         else np.asarray(span.get_xy())[:, 0])
   assert min(xs) == pytest.approx(1e19) and max(xs) == pytest.approx(1e24)
-  legend = [t.get_text() for t in ax.get_legend().get_texts()]
+  assert ax.get_legend() is None  # one legend for the figure, under the panels
+  legend = [t.get_text() for t in fig.legends[0].get_texts()]
   assert any("fitted C" in t for t in legend) and "extrapolation" in legend
+  assert any("a = 0.500" in t for t in legend) and any("b = 0.500" in t for t in legend)
+  from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=g-import-not-at-top
+  renderer = FigureCanvasAgg(fig).get_renderer()
+  box, panel = fig.legends[0].get_window_extent(renderer), ax.get_window_extent(renderer)
+  assert box.y1 <= panel.y0  # below the panels, covering none of them
 
 
 def test_every_budget_is_labelled_inside_the_frame_at_round_levels():
@@ -67,6 +73,12 @@ def test_every_budget_is_labelled_inside_the_frame_at_round_levels():
     x, y = labels[f"C={C:.2g}"]
     assert _inside(ax, x, y)
     assert y == pytest.approx(C / (6 * x))  # on its own line
+    # away from the frontier N*(C): at least a quarter of the line's span in the frame
+    G = (ALPHA * A / (BETA * B)) ** (1 / (ALPHA + BETA))
+    N_star = G * (C / 6) ** (BETA / (ALPHA + BETA))
+    lo = max(np.log(ax.get_xlim()[0]), np.log(C / (6 * ax.get_ylim()[1])))
+    hi = min(np.log(ax.get_xlim()[1]), np.log(C / (6 * ax.get_ylim()[0])))
+    assert abs(np.log(x / N_star)) >= (hi - lo) / 4 - 1e-9, C
   colorbar = fig.axes[1]
   ticks = [t for t in colorbar.get_yticks() if np.isfinite(t)]
   assert ticks and all(abs(t * 100 - round(t * 100)) < 1e-6 for t in ticks)  # round values

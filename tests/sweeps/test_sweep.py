@@ -52,7 +52,7 @@ def test_sweep_end_to_end_fits_the_known_law(tmp_path, monkeypatch, capsys):
 
   report = (wd / "report.md").read_text()
   for section in ("## Runs", "## IsoFLOP minima", "## Fitted law",
-                  "## Compute-optimal models beyond the sweep", "![law](plots/law.png)"):
+                  "## Compute-optimal models at and past the sweep", "![law](plots/law.png)"):
     assert section in report
   assert f"| {FAILING_CELL} |" in report and "failed: RuntimeError" in report
   assert f"| alpha | {law['law']['alpha']:.4g} |" in report
