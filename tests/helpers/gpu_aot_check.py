@@ -41,7 +41,7 @@ def main() -> None:
     out["small"][name] = {"devices": len(devices), "train": program(train), "eval": program(ev)}
   out["analytic_flops"] = conventions.flops_per_token(SMALL, "chinchilla") * BATCH * SMALL.seq_len
 
-  # Data parallel over 8 GPUs, as gpu_node.py runs: every GPU holds the whole state.
+  # Data parallel over 8 GPUs (mesh data 8): every GPU holds the whole state.
   setup = aot.Setup(ModelConfig(LARGE, compute_dtype="bfloat16"), optimizer.OptimizerConfig(),
                     100, (8, 1, 1), "fsdp", 16)
   cell = grid.Cell("C1-Nlarge", 1.0, out["N_large"], LARGE, 1.0, 1.0, 100, 16, 128, 1e-3, 10,
