@@ -21,9 +21,9 @@ whose minor dimension is 64 takes twice its bytes in (8,128) tiles). Temporaries
 HBM only: a TPU keeps what fits of a step's temporaries in its on-chip VMEM, so a small step
 reports none (the tiny config's first cell on v5e:2x2: 5 MiB of temporaries, all in VMEM).
 
-A program that cannot fit is refused by the compiler itself (RESOURCE_EXHAUSTED); then its HBM
+A program that cannot fit a TPU is refused by its compiler (RESOURCE_EXHAUSTED); then its HBM
 is the arguments (counted from the shardings) plus the temporaries the error names, a lower
-bound. The eval step runs while the train state stays resident, so its peak is the train
+bound. A GPU's compiler refuses nothing: the fit is the caller's comparison alone. The eval step runs while the train state stays resident, so its peak is the train
 step's arguments plus its own outputs, temporaries and code. FLOPs per step are the compiled
 program's (`sweeps.hlo_flops`, every loop counted) × devices.
 """
