@@ -234,6 +234,9 @@ def parse_target(text: str) -> Target:
     raise UserError(f"target {text!r} is not a TPU slice; write it as {forms}")
   family, sep, size, slices = m.groups()
   chip = TPU_CHIPS.get(family) if sep == ":" else _BY_GCLOUD.get(family)
+  if chip is None and family in GPUS:
+    raise UserError(f"target {text!r}: a GPU node is NAME:COUNT, e.g. {family}:8 (one node) "
+                    f"or {family}:16 (two nodes of 8)")
   if chip is None:
     known = ", ".join(TPU_CHIPS) if sep == ":" else ", ".join(_BY_GCLOUD)
     raise UserError(f"target {text!r}: unknown TPU family {family!r}; one of {known}")

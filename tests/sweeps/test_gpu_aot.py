@@ -29,6 +29,8 @@ def test_gpu_nodes_are_parsed_into_nodes_of_eight():
   with pytest.raises(UserError, match="whole nodes of 8"):
     hardware.gpu_node("h100:12")
   assert hardware.gpu_node("v5p:2x2x4") is None
+  with pytest.raises(UserError, match="a GPU node is NAME:COUNT, e.g. h100:8"):
+    hardware.parse_target("h100:2x4")  # not a count: read as a topology, named as a GPU's
 
 
 def test_the_gpu_table_agrees_with_the_shipped_specs():
