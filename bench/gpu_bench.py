@@ -4,10 +4,11 @@ their compiled memory against what a deviceless compile predicted for the same c
     python bench/gpu_bench.py                 # on one H100/H200: ~50M, ~350M, ~1B, context 2048
     python bench/gpu_bench.py --smoke         # tiny sizes on a CPU (tests/sweeps/test_gpu_bench.py)
     python bench/gpu_bench.py --sizes=1e9 --batch=8 --steps=20
+    python bench/gpu_bench.py --gemm-margin   # no GPU: Triton GEMMs against cuBLAS, temporaries
 
 Each size is the recipe's shape (`models.shapes`, vocabulary 32000) with sweeps/configs/
 gpu_node.py's numerics (bf16 compute, f32 parameters), remat, sharding and mesh over every
-local device; the batch is `--batch` sequences per device. The train step is the one a run
+local device (its fsdp capped at their count: one GPU holds the whole state); the batch is `--batch` sequences per device. The train step is the one a run
 jits (`sweeps.accel.aot.lower`: `sweeps.train.step.make_train_step` on the state's
 shardings), compiled here, then timed over `--steps` steps after `--warmup`. MFU is the
 analytic Chinchilla FLOPs per step (`scaling.conventions`, attention included) over the step
@@ -24,6 +25,7 @@ memory within 10% of the on-device figure.
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -62,6 +64,9 @@ def parse(argv) -> argparse.Namespace:
   p.add_argument("--vocab", type=int)
   p.add_argument("--steps", type=int, help="timed steps per size (default 10)")
   p.add_argument("--warmup", type=int, default=2)
+  p.add_argument("--gemm-margin", action="store_true",
+                 help="no GPU needed: temporaries of the deviceless compile for one H100 with "
+                      "GEMMs as Triton fusions against cuBLAS forced")
   p.add_argument("--predict", help=argparse.SUPPRESS)  # internal: TARGET, deviceless only
   args = p.parse_args(argv)
   for k, v in (SMOKE if args.smoke else FULL).items():
@@ -84,8 +89,14 @@ def setups(args, n_devices: int) -> list[aot.Setup]:
     model = ModelConfig(shape, compute_dtype=t.model.compute_dtype,
                         param_dtype=t.model.param_dtype, remat=t.model.remat, z_loss=t.model.z_loss)
     out.append(aot.Setup(model, optimizer.OptimizerConfig(**t.optimizer.to_dict()), 1000,
-                         (t.mesh.data, t.mesh.fsdp, t.mesh.tensor), t.sharding, b * n_devices))
+                         mesh_for(t.mesh, n_devices), t.sharding, b * n_devices))
   return out
+
+
+def mesh_for(m, n_devices: int) -> tuple[int, int, int]:
+  """The config's mesh on the devices present: its fsdp (8, a node) capped at their count."""
+  fsdp = math.gcd(m.fsdp, n_devices) if m.fsdp > 0 else m.fsdp
+  return (-1, fsdp, 1) if m.data == -1 else (m.data, fsdp, m.tensor)
 
 
 def memory(p: aot.Program) -> dict:
@@ -104,6 +115,33 @@ def predict(args) -> None:
   print(json.dumps(out))
 
 
+def _predict_argv(args, target: str) -> list[str]:
+  return [sys.executable, os.path.abspath(__file__), f"--predict={target}",
+          f"--sizes={args.sizes}", f"--batch={args.batch}", f"--seq-len={args.seq_len}",
+          f"--vocab={args.vocab}"]
+
+
+def gemm_margin(args) -> None:
+  """Deviceless compiles for one H100 as XLA compiles without a GPU (GEMMs as Triton
+  fusions) and with cuBLAS forced (--xla_gpu_enable_triton_gemm=false): what a GPU's
+  autotuner choosing cuBLAS may add to the temporaries. Prints one JSON object."""
+  why = gpu_aot.missing()
+  if why:
+    raise SystemExit(why)
+  got = {}
+  for name, flags in (("triton", ""), ("cublas", "--xla_gpu_enable_triton_gemm=false")):
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": " ".join([os.environ.get("XLA_FLAGS", ""), flags]).strip()}
+    done = subprocess.run(_predict_argv(args, "h100:1"), env=env, capture_output=True,
+                          text=True, check=True)
+    got[name] = json.loads(done.stdout.strip().splitlines()[-1])
+  cells = [{"N": conventions.params(s.model.shape), "batch": s.batch_size, "triton": t,
+            "cublas": c, "temp_ratio": c["temp_bytes"] / t["temp_bytes"],
+            "hbm_ratio": c["hbm_bytes"] / t["hbm_bytes"]}
+           for s, t, c in zip(setups(args, 1), got["triton"], got["cublas"])]
+  print(json.dumps({"target": "h100:1", "cells": cells}, indent=1))
+
+
 def start_prediction(args, devices) -> tuple[subprocess.Popen | None, str, str | None]:
   """(process, target, why not) of the deviceless compile, run beside the timing."""
   gpu = hardware.gpu_for_kind(devices[0].device_kind)
@@ -115,11 +153,8 @@ def start_prediction(args, devices) -> tuple[subprocess.Popen | None, str, str |
   if why:
     return None, "", why
   target = f"{gpu.name}:{len(devices)}"
-  argv = [sys.executable, os.path.abspath(__file__), f"--predict={target}",
-          f"--sizes={args.sizes}", f"--batch={args.batch}", f"--seq-len={args.seq_len}",
-          f"--vocab={args.vocab}"]
   env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-  return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+  return subprocess.Popen(_predict_argv(args, target), env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                           text=True), target, None
 
 
@@ -169,6 +204,9 @@ def main(argv=None) -> None:
   if args.predict:
     predict(args)
     return
+  if args.gemm_margin:
+    gemm_margin(args)
+    return
   devices = jax.local_devices()
   proc, target, why = start_prediction(args, devices)
   cells = [measure(s, devices, args) for s in setups(args, len(devices))]
@@ -182,8 +220,7 @@ def main(argv=None) -> None:
       "device": devices[0].device_kind, "devices": len(devices),
       "peak_flops_per_device": hardware.peak_flops(devices[0]),
       "config": "gpu_node", "remat": t.model.remat, "sharding": t.sharding,
-      "mesh": list(mesh_lib.resolve_shape((t.mesh.data, t.mesh.fsdp, t.mesh.tensor),
-                                          len(devices))),
+      "mesh": list(mesh_lib.resolve_shape(mesh_for(t.mesh, len(devices)), len(devices))),
       "prediction_target": target or None, "prediction_missing": why, "cells": cells,
   }, indent=1))
 
