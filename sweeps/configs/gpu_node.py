@@ -17,6 +17,23 @@ grid and exits:
     35 cells, 0 refused; total 1.01e+20 FLOPs (6ND), 1.27e+20 (chinchilla); about 11.8h of training
     time at 30% of the 8 x 9.89e+14 FLOP/s peak of the target h100:8 (6ND FLOPs)
 
+Before renting the node, `--dry-run --compile` compiles every cell for h100:8 on this machine
+without a GPU (needs `pip install "chinchax[gpu-compile]"`; 23 min on a shared 2-core machine,
+54 s when run again) and ends
+
+    cell                     N       batch   mesh    remat  HBM/chip GiB  args  temps  fits  FLOPs compiled/chinchilla  compile s
+    ...
+    C1e19-N7.22e8  722,409,984  232 x 2048  1x8x1  minimal          59.4  1.01   58.3    NO                      1.002         67
+
+    35 cells compiled for h100:8 (8 devices, 79.1 GiB each, XLA's pool 75% of it
+    (XLA_PYTHON_CLIENT_MEM_FRACTION): 59.3 GiB, 10% of that kept free: 53.4 GiB for the
+    program) in 23.0 min; 34 fit, 1 refused
+      C1e19-N7.22e8: refused: needs 59.4 GiB of HBM per chip > 53.4; fits with
+      --config.train.model.remat=full (23.8 GiB/chip)
+
+With XLA_PYTHON_CLIENT_MEM_FRACTION=0.9, what `launch/gpu.py` gives each process, the budget
+is 64.1 GiB and all 35 fit; run `chinchax sweep` plainly (75%) and that cell needs remat full.
+
 Expected time: the 35 cells total 1.0e20 FLOPs (6ND). At 35% MFU of 8 × 989 TFLOP/s
 (bf16 dense), 2.8e15 FLOP/s, that is ~10 h; the smallest models run below that MFU, so plan
 for 10-15 h. `chinchax sweep --dry-run` with a measured throughput prints the estimate per cell.
