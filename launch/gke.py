@@ -10,8 +10,8 @@ several slices (Multislice), or several GPU nodes.
 
 ACTION: `render` prints the JobSet manifest (YAML) and nothing else; `up` writes it to
 --manifest (default NAME.jobset.yaml), `kubectl apply`s it, waits for the first pod and follows
-its log (with --check it first compiles every cell for the TPU slice here, `chinchax sweep
---dry-run --compile`, which stops the plan when a cell does not fit); `logs` follows the first
+its log (with --check it first compiles every cell for the TPU slice or GPU nodes here,
+`chinchax sweep --dry-run --compile`, which stops the plan when a cell does not fit); `logs` follows the first
 pod's log; `down` deletes the JobSet; `fetch` copies the workdir here. With --dry-run, `up`
 prints the manifest and the steps and runs nothing.
 
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 if __package__ in (None, ""):  # `python launch/gke.py`: make the checkout importable.
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from chinchax.launch import steps  # noqa: E402
+from chinchax.launch import gpu, steps  # noqa: E402
 from chinchax.launch.jobset import CONTAINER, Job, render  # noqa: E402
 from chinchax.errors import UserError  # noqa: E402
 from chinchax.sweeps.accel import hardware  # noqa: E402
@@ -42,11 +42,31 @@ _NAME = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")  # pod names add suffixes
 # ---------------------------------------------------------------------------- plan
 
 
+def gpu_target(gke_gpu: str, nodes: int, gpus_per_node: int) -> hardware.GpuNode:
+  """The GPU nodes of a GKE GPU type (`nvidia-h100-80gb`) as a compile target (`h100:16`)."""
+  card = next((g for g in hardware.GPUS.values() if g.name in gke_gpu.lower()), None)
+  if card is None or card.target_config is None:
+    known = ", ".join(g.name for g in hardware.GPUS.values() if g.target_config)
+    raise UserError(f"--check: {gke_gpu} cannot be compiled for here (specs ship for {known}); "
+                    "drop --check and run `chinchax sweep --dry-run --compile=local` on a node")
+  if nodes > 1 and gpus_per_node != hardware.GPUS_PER_NODE:
+    raise UserError(f"--check: several nodes are compiled for as nodes of "
+                    f"{hardware.GPUS_PER_NODE} GPUs; --gpus-per-node={gpus_per_node}")
+  return hardware.gpu_node(f"{card.name}:{nodes * gpus_per_node}")
+
+
 def check_step(job: Job, config: str | None, overrides: Sequence[str]) -> steps.Step:
-  """Compiles every cell for the slice here, before anything is created."""
+  """Compiles every cell for the slice or GPU nodes here, before anything is created; for
+  GPUs against the memory fraction the pods get (`launch/gpu.py`)."""
   argv = steps.sweep_argv(sys.executable, config, overrides, None)
-  return steps.step(f"compile every cell for {job.tpu.name} here (refuses cells that do not "
-                    "fit)", [*argv, "--dry-run", f"--compile={job.tpu.name}"])
+  if job.tpu:
+    target, env = job.tpu.name, []
+  else:
+    target = gpu_target(job.gpu, job.nodes, job.gpus_per_node).name
+    fraction = gpu.host_env()["XLA_PYTHON_CLIENT_MEM_FRACTION"]
+    env = steps.env_argv({"XLA_PYTHON_CLIENT_MEM_FRACTION": fraction})
+  return steps.step(f"compile every cell for {target} here (refuses cells that do not fit)",
+                    [*env, *argv, "--dry-run", f"--compile={target}"])
 
 
 def up_steps(job: Job, path: str) -> list[steps.Step]:
@@ -102,7 +122,8 @@ def _parser() -> steps.Parser:
   p.add_argument("--service-account", help="Kubernetes service account (Workload Identity)")
   p.add_argument("--manifest", help="where `up` writes the manifest (default NAME.jobset.yaml)")
   p.add_argument("--check", action="store_true",
-                 help="compile every cell for the TPU slice here first (needs libtpu)")
+                 help="compile every cell for the TPU slice or GPU nodes here first (needs "
+                      "the tpu or gpu-compile extra)")
   p.add_argument("--dest", default=".", help="where `fetch` copies the workdir (default: .)")
   steps.add_sweep_flags(p)
   return p
@@ -123,8 +144,8 @@ def build(argv: Sequence[str]) -> tuple[steps.Plan, bool]:
   if args.action in ("render", "up"):
     if not (args.tpu or args.gpu):
       raise UserError(f"{args.action} needs --tpu=SLICE or --gpu=TYPE")
-    if args.check and not args.tpu:
-      raise UserError("--check compiles for a TPU slice; GPUs cannot be targeted from here")
+    if args.check and args.gpu:
+      gpu_target(args.gpu, args.nodes, args.gpus_per_node)  # refused now, not mid-plan
     if args.nodes < 1 or args.gpus_per_node < 1 or args.max_restarts < 0 or args.slices < 0:
       raise UserError("--nodes, --gpus-per-node and --slices must be positive, "
                       "--max-restarts >= 0")

@@ -1,5 +1,5 @@
 """`chinchax sweep --dry-run`: the grid without data, and with `--compile` every cell compiled
-for its TPU slice before any chip is rented.
+for its TPU slice or GPU node(s) before any accelerator is rented.
 
     chinchax sweep --config=PATH --dry-run [--compile[=TARGET]] [--json] [--headroom=0.1]
 
@@ -7,10 +7,12 @@ The dry run reads no dataset: the grid comes from the config alone (so D is not 
 against the corpus's unique tokens; the sweep itself does that). `--compile` compiles every
 cell's train and eval steps ahead of time for TARGET, default the config's `target` key: a TPU
 slice (`v5p:2x2x4`, `v5e:4x4,slices=2`, `v6e-8`; needs libtpu, `pip install
-'chinchax[tpu]'`) or `local`, this machine's own devices (a GPU node checks itself); the
-checking is `sweeps.readiness`. Per cell it prints HBM per chip, whether that fits the chip's
-usable HBM less `--headroom` (default 10%, kept for the runtime, checkpoint copies and
-fragmentation), the compiled FLOPs per step over the analytic Chinchilla count of
+'chinchax[tpu]'`), GPU nodes (`h100:8`, `h200:8`, `h100:16` = 2 nodes of 8; needs jax's CUDA
+plugin and ptxas, `pip install 'chinchax[gpu-compile]'`, no GPU) or `local`, this machine's own
+devices; the checking is `sweeps.readiness`. Per cell it prints HBM per chip, whether that
+fits the chip's usable HBM less `--headroom` (default 10%, kept for the runtime, checkpoint
+copies and fragmentation; on a GPU the usable memory is XLA's pool, the card's memory times
+XLA_PYTHON_CLIENT_MEM_FRACTION, `sweeps.accel.gpu_budget`), the compiled FLOPs per step over the analytic Chinchilla count of
 `scaling.conventions` (≈1 with remat none: the embedding is a gather here and a matmul there;
 remat adds its recompute) and the compile time. What each compile reports is kept
 (`sweeps.aot_cache`): a repeated dry run compiles only the cells that changed
@@ -19,7 +21,8 @@ remat adds its recompute) and the compile time. What each compile reports is kep
 A cell that does not fit is refused (exit status 2) with the setting that makes it fit, when
 one does. `--json` prints one object instead: {"target", "chips", "hbm_capacity_bytes",
 "hbm_budget_bytes", "cells": [...], "refused": [...]}, each cell with at least N,
-hbm_bytes_per_chip and fits.
+hbm_bytes_per_chip and fits; for GPUs also "gpu": the card, nodes, the pool and which mesh
+axes cross nodes.
 """
 
 import dataclasses
@@ -30,7 +33,7 @@ import time
 from chinchax.models import mesh as mesh_lib
 from chinchax.scaling import conventions
 from chinchax.errors import UserError
-from chinchax.sweeps.accel import aot, aot_cache, hardware, readiness
+from chinchax.sweeps.accel import aot, aot_cache, gpu_budget, hardware, readiness
 from chinchax.sweeps import estimate, fit_forecast, table
 from chinchax.sweeps import recipe as recipe_lib
 from chinchax.sweeps import spec as spec_lib
@@ -152,8 +155,7 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
     if c.get("target"):  # the slice or node the sweep is for, not this machine
       gpu = hardware.gpu_node(c.target)
       if gpu:
-        _, n, peak = gpu
-        name = str(c.target).strip().lower()
+        n, peak, name = gpu.count, gpu.peak_flops, gpu.name
       else:
         t = hardware.parse_target(c.target)
         n, peak, name = t.chips, t.chip.peak_flops, t.name
@@ -177,10 +179,9 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
   if not where:
     raise UserError("--compile needs a target: set `target` in the config (e.g. "
                     "c.target = 'v5p:2x2x4') or write --compile=v5p:2x2x4 (or --compile=local)")
-  if where != "local" and hardware.gpu_node(where):
-    raise UserError(f"--compile: the target {where!r} is a GPU node, and XLA compiles for a GPU "
-                    "only on one; run `chinchax sweep --dry-run --compile=local` on the node")
-  target = None if where == "local" else hardware.parse_target(where)
+  target = None if where == "local" else (hardware.gpu_node(where)
+                                          or hardware.parse_target(where))
+  gpu = target if isinstance(target, hardware.GpuNode) else None
   devices = aot.target_devices(target)
   if spec.executor.kind == "packed":
     devices = devices[:spec.executor.devices_per_cell]
@@ -190,17 +191,21 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
   name = target.name if target else f"{len(devices)} x {devices[0].device_kind} (local)"
   say(f"compiling {len(cells)} cells for {name}, one at a time")
   t0 = time.perf_counter()
-  rows = readiness.check(cells, c, devices, budget, target.slices if target else 1, say)
+  groups = gpu.nodes if gpu else (target.slices if target else 1)
+  rows = readiness.check(cells, c, devices, budget, groups, say)
   elapsed = time.perf_counter() - t0
   refused = [refusal(r) for r in rows if r.fits is False]
   if opts.json:
     print(json.dumps({"target": name, "chips": len(devices), "hbm_capacity_bytes": capacity,
                       "headroom": opts.headroom, "hbm_budget_bytes": budget,
                       "compile_s": elapsed, "cells": [row_json(r) for r in rows],
-                      "refused": refused, "grid_refused": refusals}, indent=1))
+                      "refused": refused, "grid_refused": refusals,
+                      **({"gpu": gpu_budget.facts(gpu, rows, devices)} if gpu else {})},
+                     indent=1))
   else:
     print(format_rows(rows))
-    room = (f"{_gib(capacity)} GiB HBM each, {opts.headroom:.0%} kept free: {_gib(budget)} GiB "
+    room = (gpu_budget.room(gpu, capacity, opts.headroom, budget) if gpu and capacity else
+            f"{_gib(capacity)} GiB HBM each, {opts.headroom:.0%} kept free: {_gib(budget)} GiB "
             "for the program" if capacity else "HBM capacity unknown: fits is not decided")
     verdict = (f"{sum(r.fits is True for r in rows)} fit, {len(refused)} refused" if capacity
                else f"{len(refused)} failed to compile")
@@ -209,6 +214,8 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
               "their compile s are the first compile's)" if cached else "")
     print(f"\n{len(rows)} cells compiled for {name} ({len(devices)} devices, {room}) in "
           f"{elapsed / 60:.1f} min{reused}; {verdict}")
+    if gpu:
+      print(gpu_budget.text(gpu, rows, devices, opts.headroom))
     for line in refused + refusals:
       print(f"  {line}")
   return 2 if refused else 0

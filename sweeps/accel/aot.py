@@ -21,9 +21,9 @@ whose minor dimension is 64 takes twice its bytes in (8,128) tiles). Temporaries
 HBM only: a TPU keeps what fits of a step's temporaries in its on-chip VMEM, so a small step
 reports none (the tiny config's first cell on v5e:2x2: 5 MiB of temporaries, all in VMEM).
 
-A program that cannot fit is refused by the compiler itself (RESOURCE_EXHAUSTED); then its HBM
+A program that cannot fit a TPU is refused by its compiler (RESOURCE_EXHAUSTED); then its HBM
 is the arguments (counted from the shardings) plus the temporaries the error names, a lower
-bound. The eval step runs while the train state stays resident, so its peak is the train
+bound. A GPU's compiler refuses nothing: the fit is the caller's comparison alone. The eval step runs while the train state stays resident, so its peak is the train
 step's arguments plus its own outputs, temporaries and code. FLOPs per step are the compiled
 program's (`sweeps.hlo_flops`, every loop counted) × devices.
 """
@@ -44,7 +44,7 @@ from chinchax.models import mesh as mesh_lib
 from chinchax.models import sharding
 from chinchax.models.config import ModelConfig
 from chinchax.errors import UserError
-from chinchax.sweeps.accel import aot_cache, hardware, hlo_flops
+from chinchax.sweeps.accel import aot_cache, gpu_aot, hardware, hlo_flops
 from chinchax.sweeps.train import optimizer
 from chinchax.sweeps.train import step as step_lib
 
@@ -104,10 +104,13 @@ def _quiet_stderr(fn: Callable):
     os.close(null)
 
 
-def target_devices(target: hardware.Target | None) -> list:
-  """Compile-only devices of a TPU target (needs libtpu), or this host's devices for None."""
+def target_devices(target: hardware.Target | hardware.GpuNode | None) -> list:
+  """Compile-only devices of a TPU target (needs libtpu) or of GPU nodes (jax's CUDA plugin,
+  `sweeps.accel.gpu_aot`), or this host's devices for None."""
   if target is None:
     return list(jax.devices())
+  if isinstance(target, hardware.GpuNode):
+    return gpu_aot.target_devices(target)
   if not has_libtpu():
     raise UserError(f"compiling for {target.name} needs libtpu on this machine: "
                     "pip install 'chinchax[tpu]' (jax[tpu] pins the libtpu built for this jax)")
@@ -132,7 +135,8 @@ def target_devices(target: hardware.Target | None) -> list:
 
 
 def hbm_capacity(devices: Sequence) -> int | None:
-  """Usable HBM per device: the TPU table, a GPU's allocator limit, None for a CPU."""
+  """Usable HBM per device: the TPU table, a GPU's allocator limit (XLA's pool, the GPU's
+  memory times XLA_PYTHON_CLIENT_MEM_FRACTION for a compile-only one), None for a CPU."""
   kind = getattr(devices[0], "device_kind", "")
   for chip in hardware.TPU_CHIPS.values():
     if kind == chip.device_kind:
@@ -140,8 +144,9 @@ def hbm_capacity(devices: Sequence) -> int | None:
   if getattr(devices[0], "platform", "") == "gpu":
     try:
       return int(devices[0].memory_stats()["bytes_limit"])
-    except Exception:  # pylint: disable=broad-except
-      return None
+    except Exception:  # pylint: disable=broad-except  # compile-only: no allocator
+      gpu = hardware.gpu_for_kind(kind)
+      return gpu_aot.pool_bytes(gpu) if gpu else None
   return None
 
 

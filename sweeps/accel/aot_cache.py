@@ -14,9 +14,10 @@ the compile time, or the compiler's refusal.
 
 The key is the lowered program's text (the StableHLO with its shardings and mesh), the
 devices it was lowered for (kind, ids, coordinates), the compiler's flags (LIBTPU_INIT_ARGS,
-XLA_FLAGS), the versions of jax, jaxlib and libtpu, and the source of `sweeps.hlo_flops` (the
-FLOP count is ours, not the compiler's): a changed cell, slice, compiler or flag cannot be
-served a stale entry. Entries live next to jax's cache,
+XLA_FLAGS), the versions of jax, jaxlib, libtpu and jax's CUDA plugin and compiler, the
+source of `sweeps.hlo_flops` (the FLOP count is ours, not the compiler's) and the GPU specs
+(`gpu_targets/*.txtpb`): a changed cell, slice, card, compiler or flag cannot be served a
+stale entry. Entries live next to jax's cache,
 in `$CHINCHAX_COMPILE_CACHE/aot` (default ~/.cache/chinchax/xla/aot);
 CHINCHAX_COMPILE_CACHE=off turns both off.
 """
@@ -44,13 +45,19 @@ def folder() -> str | None:
 @functools.cache
 def _versions() -> str:
   out = [jax.__version__]
-  for dist in ("jaxlib", "libtpu", "libtpu-nightly"):
+  for dist in ("jaxlib", "libtpu", "libtpu-nightly", "jax-cuda12-plugin", "jax-cuda12-pjrt",
+               "nvidia-cuda-nvcc-cu12"):
     try:
       out.append(f"{dist}={importlib.metadata.version(dist)}")
     except importlib.metadata.PackageNotFoundError:
       pass
-  with open(hlo_flops.__file__, "rb") as f:
-    out.append(hashlib.sha256(f.read()).hexdigest())
+  # Our FLOP count, and the GPU specs XLA compiles against: a changed spec is another target.
+  here = os.path.dirname(hlo_flops.__file__)
+  specs = os.path.join(here, "gpu_targets")
+  for path in [hlo_flops.__file__] + sorted(
+      os.path.join(specs, f) for f in os.listdir(specs) if f.endswith(".txtpb")):
+    with open(path, "rb") as f:
+      out.append(hashlib.sha256(f.read()).hexdigest())
   return " ".join(out)
 
 

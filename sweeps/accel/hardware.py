@@ -1,5 +1,5 @@
-"""The hardware a run meets: peak FLOP/s for MFU, the TPU slices a sweep can target, and the
-hardware facts every run record stores.
+"""The hardware a run meets: peak FLOP/s for MFU, the TPU slices and GPU nodes a sweep can
+target, and the hardware facts every run record stores.
 
 MFU = (training FLOPs per step, analytic, `scaling.conventions`) / (step time × peak × devices),
 with the dense bf16 peak of one device. There is no fair peak for a CPU: its MFU is None and
@@ -10,6 +10,11 @@ A TPU target names one slice by its chips, `FAMILY:TOPOLOGY` (`v5p:2x2x4`, `v5e:
 whose number counts TensorCores for v4/v5p and chips for v5e/v6e), with `,slices=K` for K
 such slices joined over the data-centre network (Multislice). The usable HBM per chip is what
 libtpu 0.0.42's compiler reports as available (it keeps a little of each chip for itself).
+
+A GPU target names a node's cards, `NAME:COUNT` (`h100:8`), and more than 8 means nodes of 8
+(`h100:16`: 2 nodes). A GPU's memory is its target config's `device_memory_size`: the XLA
+spec of the card (`gpu_targets/*.txtpb`), which also lets XLA compile for it without one
+(`sweeps.accel.gpu_aot`); a card without one (a100) is priced, not compiled for.
 """
 
 import dataclasses
@@ -22,11 +27,30 @@ from chinchax.errors import UserError
 
 GiB = 1 << 30
 
-PEAK_BF16_FLOPS = {  # GPUs: a substring of the device kind -> dense bf16 FLOP/s per device
-    "H100": 989e12,
-    "H200": 989e12,
-    "A100": 312e12,
-}
+GPUS_PER_NODE = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class Gpu:
+  """One GPU model: what targets and jax call it, its memory and peak, its XLA spec."""
+  name: str                 # the name targets use: h100
+  kind: str                 # a substring of jax's Device.device_kind: "H100"
+  hbm_bytes: int            # device memory, the spec's device_memory_size
+  peak_flops: float         # dense bf16
+  target_config: str | None  # gpu_targets/<file>: XLA's spec, to compile without the card
+
+
+GPUS: dict[str, Gpu] = {g.name: g for g in (
+    Gpu("h100", "H100", 84_942_979_072, 989e12, "h100_sxm.txtpb"),  # H100 SXM 80 GB
+    Gpu("h200", "H200", 151_397_597_184, 989e12, "h200.txtpb"),     # H200 141 GB
+    Gpu("a100", "A100", 85_899_345_920, 312e12, None),               # A100 SXM 80 GB
+)}
+# a substring of the device kind -> dense bf16 FLOP/s per device
+PEAK_BF16_FLOPS = {g.kind: g.peak_flops for g in GPUS.values()}
+
+
+def gpu_for_kind(device_kind: str) -> Gpu | None:
+  return next((g for g in GPUS.values() if g.kind.lower() in device_kind.lower()), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,21 +198,48 @@ _TARGET = re.compile(r"([a-z0-9]+)([:-])([0-9x]+)(?:,slices=([0-9]+))?")
 _GPU_NODE = re.compile(r"([a-z][0-9]+):([0-9]+)")
 
 
-def gpu_node(text: str) -> tuple[str, int, float] | None:
-  """(device name, count, dense bf16 peak of one) for a GPU node target `h100:8`, else None.
+@dataclasses.dataclass(frozen=True)
+class GpuNode:
+  """`count` GPUs: one node of up to 8, or nodes of 8 joined over the network."""
+  gpu: Gpu
+  count: int
 
-  Only the dry run's time column uses it: a GPU program is compiled on the node itself
-  (`--compile=local`), so a GPU target prices the cells without compiling them.
-  """
+  @property
+  def nodes(self) -> int:
+    return -(-self.count // GPUS_PER_NODE)
+
+  @property
+  def gpus_per_node(self) -> int:
+    return self.count // self.nodes
+
+  @property
+  def name(self) -> str:
+    return f"{self.gpu.name}:{self.count}"
+
+  @property
+  def peak_flops(self) -> float:
+    return self.gpu.peak_flops
+
+  @property
+  def topology(self) -> str:
+    """jax's CUDA topology: slices x hosts (nodes) x devices per host."""
+    return f"1x{self.nodes}x{self.gpus_per_node}"
+
+
+def gpu_node(text: str) -> GpuNode | None:
+  """The GPU node(s) of a target `h100:8`, `h100:16` (2 nodes of 8), else None."""
   m = _GPU_NODE.fullmatch(str(text).strip().lower())
   if not m or m.group(1) in TPU_CHIPS:
     return None
-  known = {k.lower(): (k, v) for k, v in PEAK_BF16_FLOPS.items()}
-  if m.group(1) not in known or int(m.group(2)) < 1:
+  if m.group(1) not in GPUS or int(m.group(2)) < 1:
     raise UserError(f"target {text!r}: a GPU node is NAME:COUNT with NAME one of "
-                    f"{', '.join(k.lower() for k in PEAK_BF16_FLOPS)} (e.g. h100:8)")
-  name, peak = known[m.group(1)]
-  return name, int(m.group(2)), peak
+                    f"{', '.join(GPUS)} (e.g. h100:8)")
+  count = int(m.group(2))
+  if count > GPUS_PER_NODE and count % GPUS_PER_NODE:
+    raise UserError(f"target {text!r}: more than {GPUS_PER_NODE} GPUs are whole nodes of "
+                    f"{GPUS_PER_NODE}; give a multiple of {GPUS_PER_NODE} (e.g. "
+                    f"{m.group(1)}:{GPUS_PER_NODE * 2})")
+  return GpuNode(GPUS[m.group(1)], count)
 
 
 def parse_target(text: str) -> Target:
@@ -200,6 +251,9 @@ def parse_target(text: str) -> Target:
     raise UserError(f"target {text!r} is not a TPU slice; write it as {forms}")
   family, sep, size, slices = m.groups()
   chip = TPU_CHIPS.get(family) if sep == ":" else _BY_GCLOUD.get(family)
+  if chip is None and family in GPUS:
+    raise UserError(f"target {text!r}: a GPU node is NAME:COUNT, e.g. {family}:8 (one node) "
+                    f"or {family}:16 (two nodes of 8)")
   if chip is None:
     known = ", ".join(TPU_CHIPS) if sep == ":" else ", ".join(_BY_GCLOUD)
     raise UserError(f"target {text!r}: unknown TPU family {family!r}; one of {known}")

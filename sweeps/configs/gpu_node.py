@@ -17,6 +17,23 @@ grid and exits:
     35 cells, 0 refused; total 1.01e+20 FLOPs (6ND), 1.27e+20 (chinchilla); about 11.8h of training
     time at 30% of the 8 x 9.89e+14 FLOP/s peak of the target h100:8 (6ND FLOPs)
 
+Before renting the node, `--dry-run --compile` compiles every cell for h100:8 on this machine
+without a GPU (needs `pip install "chinchax[gpu-compile]"`; 23 min on a shared 2-core machine,
+54 s when run again) and ends
+
+    cell                     N       batch   mesh    remat  HBM/chip GiB  args  temps  fits  FLOPs compiled/chinchilla  compile s
+    ...
+    C1e19-N7.22e8  722,409,984  232 x 2048  1x8x1  minimal          59.4  1.01   58.3    NO                      1.002         67
+
+    35 cells compiled for h100:8 (8 devices, 79.1 GiB each, XLA's pool 75% of it
+    (XLA_PYTHON_CLIENT_MEM_FRACTION): 59.3 GiB, 10% of that kept free: 53.4 GiB for the
+    program) in 23.0 min; 34 fit, 1 refused
+      C1e19-N7.22e8: refused: needs 59.4 GiB of HBM per chip > 53.4; fits with
+      --config.train.model.remat=full (23.8 GiB/chip)
+
+With XLA_PYTHON_CLIENT_MEM_FRACTION=0.9, what `launch/gpu.py` gives each process, the budget
+is 64.1 GiB and all 35 fit; run `chinchax sweep` plainly (75%) and that cell needs remat full.
+
 Expected time: the 35 cells total 1.0e20 FLOPs (6ND). At 35% MFU of 8 × 989 TFLOP/s
 (bf16 dense), 2.8e15 FLOP/s, that is ~10 h; the smallest models run below that MFU, so plan
 for 10-15 h. `chinchax sweep --dry-run` with a measured throughput prints the estimate per cell.
@@ -43,11 +60,16 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   t = train.get_config()
   t.data.update(name="c4/en:3.0.1", data_dir="", text_key="text", tokenizer="spm",
                 spm_model="")
-  t.model.update(compute_dtype="bfloat16", param_dtype="float32", remat="none")
+  # Compiled for h100:8 on a CPU (`--dry-run --compile`, jax 0.10.2's CUDA plugin): without
+  # remat the largest cell (723M, 29 sequences of 2048 per GPU) needs 347 GiB per GPU, the
+  # 1e17 budget's largest 23 GiB; minimal remat keeps the weight matmuls' outputs: 68 GiB
+  # data-parallel, 59 GiB with parameters and AdamW's moments sharded over the node's 8 GPUs
+  # (FSDP on NVLink; across nodes, `data` replicates: h100:16 is data 2 x fsdp 8).
+  t.model.update(compute_dtype="bfloat16", param_dtype="float32", remat="minimal")
   t.seq_len = 2048
   t.eval_every, t.eval_tokens, t.log_every = 1000, 2**22, 100
   t.checkpoint.update(every_steps=2000, every_minutes=30.0, keep=2)
-  t.mesh.update(data=-1, fsdp=1, tensor=1)
+  t.mesh.update(data=-1, fsdp=8, tensor=1)
 
   c = sweep_config.base_config(t)
   c.name = "c4-gpu-node"
@@ -58,5 +80,5 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   c.min_steps = 500
   c.vocab_size = 32000
   c.recipe.batch_multiple = 8
-  c.target = "h100:8"  # prices the dry run's time column; compile on the node (--compile=local)
+  c.target = "h100:8"  # what the dry run prices and `--dry-run --compile` compiles for
   return c

@@ -57,5 +57,6 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # weight matmuls' outputs and recomputes the rest: 48 GiB (`--dry-run --compile`, libtpu
   # 0.0.42: 8.1 GiB of arguments, 40 GiB of temporaries).
   c.train.model.remat = "minimal"
+  c.train.mesh.update(data=-1, fsdp=1, tensor=1)  # data-parallel over the 16 chips
   c.train.checkpoint.update(every_steps=2000, every_minutes=20.0, keep=2)
   return c

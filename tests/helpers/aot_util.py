@@ -10,8 +10,13 @@ HELPER = os.path.join(ROOT, "tests", "helpers", "aot_check.py")
 
 
 def run_aot_check(*argv: str, env: dict | None = None) -> dict:
+  return run_aot_check_script(HELPER, *argv, env=env)
+
+
+def run_aot_check_script(path: str, *argv: str, env: dict | None = None) -> dict:
+  """Runs a helper script in a process of its own; its last stdout line is JSON."""
   env = {**os.environ, "PYTHONPATH": ROOT, **(env or {})}
-  done = subprocess.run([sys.executable, HELPER, *argv], env=env, capture_output=True,
+  done = subprocess.run([sys.executable, path, *argv], env=env, capture_output=True,
                         text=True, timeout=1200)
   assert done.returncode == 0, done.stderr[-3000:]
   return json.loads(done.stdout.strip().splitlines()[-1])

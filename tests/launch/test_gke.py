@@ -111,6 +111,18 @@ def test_multi_node_gpu_job(capsys):
   assert "securityContext" not in c and "hostNetwork" not in spec
 
 
+def test_check_compiles_for_the_gpu_nodes_with_the_pods_memory_fraction(capsys, tmp_path,
+                                                                         monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  assert gke.main(["up", *BASE, "--gpu=nvidia-h100-80gb", "--nodes=2", "--check",
+                   "--dry-run"]) == 0
+  lines = [shlex.split(l[4:]) for l in capsys.readouterr().out.splitlines()
+           if l.startswith("  $ ")]
+  check = lines[0]
+  assert check[:2] == ["env", "XLA_PYTHON_CLIENT_MEM_FRACTION=0.9"]  # as launch/gpu.py's pods
+  assert check[-2:] == ["--dry-run", "--compile=h100:16"] and "sweep" in check
+
+
 def test_up_dry_run_prints_the_manifest_then_the_steps(capsys, tmp_path, monkeypatch):
   monkeypatch.chdir(tmp_path)
   assert gke.main(["up", *BASE, "--tpu=v5p:2x2x4", "--check", "--dry-run"]) == 0
@@ -132,7 +144,10 @@ def test_up_dry_run_prints_the_manifest_then_the_steps(capsys, tmp_path, monkeyp
     (["render", "--name=x", "--workdir=gs://b/w"], "--tpu=SLICE or --gpu=TYPE"),
     (["render", "--name=X_1", "--tpu=v5p-32", "--workdir=gs://b/w"], "--name="),
     (["render", "--name=x", "--tpu=v5p-31", "--workdir=gs://b/w"], "TensorCores"),
-    (["up", "--name=x", "--gpu=nvidia-h100-80gb", "--check", "--workdir=gs://b/w"], "--check"),
+    (["up", "--name=x", "--gpu=nvidia-a100-80gb", "--check", "--workdir=gs://b/w"],
+     "--check: nvidia-a100-80gb cannot be compiled for here (specs ship for h100, h200)"),
+    (["up", "--name=x", "--gpu=nvidia-h100-80gb", "--nodes=2", "--gpus-per-node=4", "--check",
+      "--workdir=gs://b/w"], "nodes of 8 GPUs"),
     (["render", "--name=x", "--tpu=v5p-32", "--gpu=a", "--workdir=gs://b/w"], "not allowed"),
 ])
 def test_refusals_are_one_line(capsys, argv, says):
