@@ -48,22 +48,6 @@ class Result:
   stopped_by: str | None = None    # the stop's reason: SIGINT, SIGTERM or SIGPIPE
 
 
-def initialize_distributed(env=None, initialize=None) -> str | None:
-  """Joins the multi-host job the environment describes; returns how, or None (one host)."""
-  env = os.environ if env is None else env
-  initialize = initialize or jax.distributed.initialize
-  if env.get("JAX_NUM_PROCESSES"):
-    # JAX_COORDINATOR_ADDRESS is read by jax itself.
-    initialize(num_processes=int(env["JAX_NUM_PROCESSES"]),
-               process_id=int(env.get("JAX_PROCESS_ID", "0")))
-    return "JAX_NUM_PROCESSES"
-  hosts = [h for h in env.get("TPU_WORKER_HOSTNAMES", "").split(",") if h.strip()]
-  if len(hosts) > 1 or env.get("MEGASCALE_COORDINATOR_ADDRESS"):
-    initialize()  # the TPU runtime's metadata names the coordinator and the processes
-    return "TPU"
-  return None
-
-
 def open_data(spec: spec_lib.Spec) -> spec_lib.Spec:
   """Opens the dataset once: its vocabulary checked, the cells beyond its data refused."""
   ds = data.open_dataset(run_config.data_config(spec.config.train))

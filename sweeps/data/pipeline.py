@@ -99,7 +99,15 @@ def resolve_data_dir(data_dir: str | None = None) -> str:
 
 
 def open_dataset(cfg: DataConfig) -> Dataset:
-  """Resolves, builds (once) and tokenises (once) the dataset; checks it can serve `cfg`."""
+  """Resolves, builds (once) and tokenises (once) the dataset; checks it can serve `cfg`.
+
+  In a multi-host job process 0 opens it first, then the others, which find it built where
+  the disk is shared (two builders at once collide on TFDS's folder rename)."""
+  from chinchax.sweeps import distributed  # pylint: disable=g-import-not-at-top  (jax)
+  return distributed.process_0_first(lambda: _open_dataset(cfg))
+
+
+def _open_dataset(cfg: DataConfig) -> Dataset:
   if cfg.seq_len <= 0 or cfg.batch_size <= 0:
     raise UserError(f"seq_len={cfg.seq_len} and batch_size={cfg.batch_size} must be positive")
   if not 0 <= cfg.seed < 1 << 63:

@@ -74,11 +74,14 @@ class Checkpointer:
   def _open(self, directory, every_steps, every_minutes, keep, async_save) -> None:
     # The time floor is kept here rather than with orbax's ContinuousCheckpointingPolicy,
     # which runs a cross-host barrier on every call: too much per-step cost for small models.
-    self.every_s = every_minutes * 60 if every_minutes and every_minutes > 0 else None
+    # Each process of a multi-host job reads its own clock: a save due by time on one and not
+    # on another would leave the first in the save's collectives alone. Those save by steps.
+    timed = every_minutes and every_minutes > 0 and jax.process_count() == 1
+    self.every_s = every_minutes * 60 if timed else None
     self._every_steps = max(1, every_steps)
-    # One process has no preemption sync point to consult (its SIGTERM is the stop flag's), so
-    # only the interval decides, and it can be read without orbax.
-    self._interval_only = jax.process_count() == 1
+    # The stop flag, agreed across processes by sweeps/watch.py, is the one preemption signal,
+    # so only the interval decides, and it can be read without orbax.
+    self._interval_only = True
     self.directory = os.fspath(directory)
     self._last_save = time.monotonic()
     self._options = ocp.CheckpointManagerOptions(
