@@ -10,7 +10,8 @@ gloo for the collectives across processes (JAX_CPU_COLLECTIVES_IMPLEMENTATION=gl
 of output is prefixed with its process (`[1] ...`). SIGTERM or SIGINT to this launcher is
 passed on to every process, as a pod's preemption does; `kill -TERM` of one process's pid
 (printed at the start) is a maintenance event on one host. The launcher exits with process
-0's status, or the first non-zero one when process 0 succeeded.
+0's status, or the first non-zero one when process 0 succeeded. --dry-run prints each
+process's command line with its environment instead, to start by hand in P terminals.
 """
 
 import argparse
@@ -49,13 +50,14 @@ def start(argv: Sequence[str], processes: int, devices: int, port: int = 0, *,
           env: dict[str, str] | None = None, stdout=None, stderr=None, cwd=None
           ) -> list[subprocess.Popen]:
   """Starts the P processes in one new process group (the first one's), so that the whole job
-  can be signalled or killed at once: `os.killpg(procs[0].pid, sig)`."""
+  can be signalled or killed at once: `os.killpg(procs[0].pid, sig)`. `argv` may be a
+  function of the rank (a test's processes that disagree)."""
   port = port or free_port()
   procs: list[subprocess.Popen] = []
   for rank in range(processes):
     group = {"process_group": procs[0].pid if procs else 0}  # same session, own group
     procs.append(subprocess.Popen(
-        list(argv), env=process_env(rank, processes, devices, port, env), cwd=cwd, text=True,
+        list(argv(rank) if callable(argv) else argv), env=process_env(rank, processes, devices, port, env), cwd=cwd, text=True,
         stdin=subprocess.DEVNULL,
         stdout=stdout(rank) if callable(stdout) else stdout,
         stderr=stderr(rank) if callable(stderr) else stderr, **group))
@@ -74,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
   p.add_argument("--processes", type=int, default=2, help="processes (hosts) in the job")
   p.add_argument("--devices", type=int, default=2, help="CPU devices per process")
   p.add_argument("--port", type=int, default=0, help="the coordinator's port (0: a free one)")
+  p.add_argument("--dry-run", action="store_true",
+                 help="print each process's command line (to run by hand, one per terminal)")
   p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command each runs")
   args = p.parse_args(sys.argv[1:] if argv is None else argv)
   command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -82,6 +86,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{p.prog}: error: give --processes and --devices >= 1 and a command after --",
           file=sys.stderr)
     return 2
+  if args.dry_run:
+    port = args.port or free_port()
+    for rank in range(args.processes):
+      env = process_env(rank, args.processes, args.devices, port, base={})
+      print(shlex.join([f"{k}={v}" for k, v in sorted(env.items())] + command))
+    return 0
   if command[0] == "chinchax":  # the console script of the interpreter that runs this
     command = [sys.executable, "-m", "chinchax.sweeps.cli", *command[1:]]
   procs = start(command, args.processes, args.devices, args.port,

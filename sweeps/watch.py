@@ -7,7 +7,11 @@ nothing per step for either.
 **Lost process.** A process whose heartbeat has not changed for `heartbeat_s` seconds is lost
 (kill -9, its VM gone): every other process prints one line naming it and exits with status 1
 at once, from this thread, whatever its main thread waits for (a collective that will never
-complete). A process that ends normally marks itself done and is not missed.
+complete). A command that ends marks its process done with its exit status (sweeps/cli): done
+with 0 is not missed; done with another status fails the others still running `heartbeat_s`
+later. A command that raised first waits that long for the thread to name the lost process,
+since a collective that failed because a peer is gone (gloo: connection closed by peer) says
+nothing of which.
 
 **Stop.** SIGTERM or SIGINT reaches one process, or all, at slightly different moments, and
 each would otherwise stop at its own step and wait for the others in the checkpoint's
@@ -17,8 +21,7 @@ process whose stop flag is set posts a request; every process's thread, on seein
 its count (the main thread may not pass that check until an agreement is known) and publishes
 it; the agreed check is the largest count published, one that every process can reach, since
 each got there after dispatching the same train steps. Every process then stops at that check:
-the same step, the same checkpoint, the same exit status (the reason of the lowest-numbered
-process that asked). The thread, not the main thread, publishes, so a main thread blocked in a
+the same step, the same checkpoint, the same exit status (one reason for all). The thread, not the main thread, publishes, so a main thread blocked in a
 collective does not block the agreement.
 """
 
@@ -42,16 +45,26 @@ def start(client, process: int, processes: int, heartbeat_s: float) -> "Watch":
   return _WATCH
 
 
+def finish(status: int) -> None:
+  """The command ends with `status` (sweeps/cli calls this)."""
+  if _WATCH is not None:
+    _WATCH.finish(status)
+
+
+def on_error() -> None:
+  """The command raised: when that is a collective failing because another process is gone
+  (gloo's "connection closed by peer"), wait for the thread to name the lost process and end
+  this one, rather than leave a traceback that says nothing of which."""
+  if _WATCH is not None:
+    time.sleep(_WATCH.heartbeat_s + 4 * POLL_S)
+
+
 def stop_reason(flag) -> str | None:
   """The stop the train loop acts on at this check: the local `flag`'s reason on one process;
   on several, the agreed one, at the same check on every process (None: go on)."""
   if _WATCH is None:
     return getattr(flag, "reason", None) or "stop" if flag else None
-  reason = _WATCH.check(flag)
-  if reason and hasattr(flag, "set"):
-    flag.set(reason)
-    flag.reason = reason  # the agreed reason, for the exit status every process gives
-  return reason
+  return _WATCH.stop_reason(flag)
 
 
 class Watch:
@@ -73,6 +86,13 @@ class Watch:
     self._thread.start()
 
   # ----------------------------------------------------------------------- the main thread
+
+  def stop_reason(self, flag) -> str | None:
+    reason = self.check(flag)
+    if reason and hasattr(flag, "set"):
+      flag.set(reason)
+      flag.reason = reason  # the agreed reason, for the exit status every process gives
+    return reason
 
   def check(self, flag) -> str | None:
     self._flag = flag
@@ -97,15 +117,17 @@ class Watch:
     except Exception:  # noqa: BLE001 - posted already (the thread saw the flag first)
       pass
 
-  def close(self) -> None:
-    """This process ends: marked done so that the others do not take it for lost."""
-    if self._closed.is_set():
-      return
-    self._closed.set()
+  def finish(self, status: int) -> None:
+    """This process ends with `status`: 0 is not missed by the others; any other status fails
+    them too if they are still running `heartbeat_s` later (waiting on this one, in vain)."""
     try:
-      self.c.key_value_set(f"{NS}/beat/{self.me}", "done", allow_overwrite=True)
+      self.c.key_value_set(f"{NS}/beat/{self.me}", f"done {status}", allow_overwrite=True)
     except Exception:  # noqa: BLE001 - the coordinator may be gone already
       pass
+    self.close()
+
+  def close(self) -> None:
+    self._closed.set()
 
   # ----------------------------------------------------------------------- the thread
 
@@ -129,14 +151,15 @@ class Watch:
       if q == self.me:
         continue
       beat = entries.get(f"{NS}/beat/{q}")
-      if beat == "done":
-        self._seen[q] = (beat, float("inf"))
+      if beat == "done 0":
         continue
       last = self._seen.get(q)
       if last is None or last[0] != beat:
         self._seen[q] = (beat, now)
       elif now - last[1] > self.heartbeat_s:
-        _lost(f"lost process {q} of the job: no heartbeat for {self.heartbeat_s:g} s")
+        _lost(f"process {q} of the job ended with exit status {beat.split()[1]}"
+              if beat and beat.startswith("done") else
+              f"lost process {q} of the job: no heartbeat for {self.heartbeat_s:g} s")
 
   def _stop(self, entries: dict[str, str]) -> None:
     if self.agreed is not None:
@@ -150,15 +173,17 @@ class Watch:
     if self.frozen_at is None:
       with self._lock:
         self.frozen_at = self.passed
-      self.c.key_value_set(f"{NS}/at/{self.me}", str(self.frozen_at))
+      # With the count, the reason this process saw first: every process takes the one of the
+      # lowest-numbered count, so all read the same reason whatever order requests came in.
+      self.c.key_value_set(f"{NS}/at/{self.me}", f"{self.frozen_at} {requests[0][1]}")
       return  # the others' counts come in the next polls
-    at = {int(k.rsplit("/", 1)[1]): int(v) for k, v in entries.items()
+    at = {int(k.rsplit("/", 1)[1]): v.split(" ", 1) for k, v in entries.items()
           if k.startswith(f"{NS}/at/")}
-    done = {q for q in range(self.P) if entries.get(f"{NS}/beat/{q}") == "done"}
+    done = {q for q in range(self.P) if (entries.get(f"{NS}/beat/{q}") or "").startswith("done")}
     if all(q in at or q in done for q in range(self.P)):
       with self._lock:
-        self.reason = requests[0][1]
-        self.agreed = max(at.values())
+        self.reason = at[min(at)][1]
+        self.agreed = max(int(n) for n, _ in at.values())
       self._agreed.set()
 
 

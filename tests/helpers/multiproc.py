@@ -46,9 +46,10 @@ def env(cache_dir: str, pause_from: int = 0, pause_s: float = 0.0) -> dict[str, 
 
 class Job:
 
-  def __init__(self, args: list[str], *, tmp, processes: int = 2, devices: int = 2,
+  def __init__(self, args, *, tmp, processes: int = 2, devices: int = 2,
                deadline_s: float = 120.0, base_env: dict | None = None):
-    """`args`: the chinchax command line after `chinchax` (`train ...`, `sweep ...`), run by
+    """`args`: the chinchax command line after `chinchax` (`train ...`, `sweep ...`), or a
+    function of the rank that gives it, run by
     tests/helpers/multiproc_child.py (`chinchax` with train_child.py's pauses)."""
     self.tmp, self.P = str(tmp), processes
     os.makedirs(self.tmp, exist_ok=True)
@@ -59,7 +60,8 @@ class Job:
 
     def log(kind):
       return lambda rank: self._open(rank, kind)
-    cmd = [sys.executable, CHILD, *args]
+    cmd = ((lambda rank: [sys.executable, CHILD, *args(rank)]) if callable(args)
+           else [sys.executable, CHILD, *args])
     self.procs = launcher.start(cmd, processes, devices, env=base, cwd=tu.ROOT,
                                 stdout=log("out"), stderr=log("err"))
     self.ended: dict[int, float] = {}
@@ -148,7 +150,8 @@ class Job:
 
   def _close(self) -> None:
     for f in self._files.values():
-      f.flush()
+      if not f.closed:
+        f.flush()
 
   def __enter__(self) -> "Job":
     return self
