@@ -1,6 +1,6 @@
 """What the multi-host stop agreement costs a train step, against the smoke model's step.
 
-    python bench/stop_bench.py [--processes=2] [--devices=2] [--checks=200000] [--steps=200]
+    python bench/stop_bench.py [--processes=2] [--devices=2] [--checks=200000] [--steps=50]
 
 Starts a job of P processes x K CPU devices on loopback (launch/multiproc.py). In each
 process: the time of one stop check of the train loop (`watch.stop_reason`, what every step
@@ -28,6 +28,8 @@ def child(checks: int, steps: int) -> None:
   from chinchax.sweeps.train import checkpoint, optimizer, step as step_lib  # pylint: disable=g-import-not-at-top
   from chinchax.models.config import ModelConfig  # pylint: disable=g-import-not-at-top
 
+  say = lambda m: print(f"{time.strftime('%X')} {m}", file=sys.stderr, flush=True)
+  say("joined")
   flag = checkpoint.StopFlag()
   t = time.perf_counter()
   for _ in range(checks):
@@ -38,6 +40,7 @@ def child(checks: int, steps: int) -> None:
     watch.stop_reason(flag)
   agreed = (time.perf_counter() - t) / checks
 
+  say("checks timed")
   shape = conventions.Shape(d_model=80, n_layers=2, n_heads=10, d_ff=216, vocab_size=258,
                             seq_len=64)
   cfg = ModelConfig(shape=shape, compute_dtype="float32")
@@ -53,12 +56,16 @@ def child(checks: int, steps: int) -> None:
                                 for r in range(*idx[0].indices(8))}))]
   batch = {k: jax.make_array_from_process_local_data(bs, local, (8, 64))
            for k in ("inputs", "targets")}
+  say("state ready")
   for _ in range(5):
     state, m = train_step(state, batch, np.float32(1e-3))
   jax.block_until_ready(m["loss"])
   t = time.perf_counter()
   for _ in range(steps):
     state, m = train_step(state, batch, np.float32(1e-3))
+    # Waited for each step: 50 steps queued at once on this CPU backend with gloo hung in one
+    # try (jax 0.10.2), which chinchax's loop, whose batches are made per step, did not.
+    jax.block_until_ready(m["loss"])
   jax.block_until_ready(m["loss"])
   per_step = (time.perf_counter() - t) / steps
   if jax.process_index() == 0:
@@ -73,7 +80,7 @@ def main() -> int:
   p.add_argument("--processes", type=int, default=2)
   p.add_argument("--devices", type=int, default=2)
   p.add_argument("--checks", type=int, default=200_000)
-  p.add_argument("--steps", type=int, default=200)
+  p.add_argument("--steps", type=int, default=50)
   p.add_argument("--child", action="store_true")
   a = p.parse_args()
   if a.child:

@@ -61,6 +61,10 @@ def join(env=None, initialize=None) -> str | None:
 
 
 def _initialize(**kwargs) -> None:
+  # jax's preemption notifier would take SIGTERM for itself from here on, and one arriving
+  # before the run's stop flag is installed (during setup, a compile) would leave the process
+  # deaf to it; chinchax's own stop (sweeps/watch.py) is agreed without it.
+  jax.config.update("jax_enable_preemption_service", False)
   jax.distributed.initialize(**kwargs)
   watch.start(client(), jax.process_index(), jax.process_count(), _heartbeat_s())
 
