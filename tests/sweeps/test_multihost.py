@@ -9,6 +9,7 @@ fails in seconds, naming it), processes that disagree on the config (one
 line each), and a second job on a busy workdir (refused on each of its processes).
 """
 
+import json
 import os
 import shutil
 import signal
@@ -78,6 +79,19 @@ def test_two_processes_are_one_job_with_the_losses_of_one_process(shared, refere
   print(f"eval loss: 2 processes x 2 devices {two_loss!r}, 1 process x 4 devices "
         f"{one_loss!r}, relative difference {rel:.2e}")
   assert rel <= 1e-4
+
+
+def test_each_process_loads_its_own_rows_of_every_batch(shared, tmp_path):
+  script = os.path.join(tu.ROOT, "tests", "helpers", "multihost_rows.py")
+  with mp.Job([], tmp=tmp_path, base_env=env(shared), deadline_s=90, script=script) as job:
+    results = job.wait()
+  assert [r.rc for r in results] == [0, 0], job.report()
+  said = [json.loads(r.out.strip().splitlines()[-1]) for r in results]
+  for mesh in ("data", "fsdp"):  # the batch split 4 ways over the devices of both processes
+    rows = [set(s["rows"][mesh]) for s in said]
+    assert not rows[0] & rows[1], (mesh, rows)           # no row fed twice
+    assert rows[0] | rows[1] == set(range(8)), (mesh, rows)  # none skipped
+    assert all(s["equal"][mesh] for s in said), said    # each in its place
 
 
 def test_sigterm_to_one_process_stops_every_process_at_one_step_and_resumes_exactly(
