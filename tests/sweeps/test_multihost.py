@@ -6,7 +6,9 @@ One uninterrupted 2-process run is the reference (module fixture); against it: a
 4-device run (same eval loss), a run stopped by SIGTERM on one process then resumed past a
 damaged checkpoint (the same losses to the bit), a run whose process 1 is killed -9 (process 0
 fails in seconds, naming it), processes that disagree on the config (one
-line each), and a second job on a busy workdir (refused on each of its processes).
+line each), and a second job on a busy workdir (refused on each of its processes). Then a
+2-process sweep of two cells: stopped on every process, rerun, its done cell not trained again
+and its shared files written once.
 """
 
 import json
@@ -17,6 +19,7 @@ import signal
 import pytest
 
 from tests.helpers import multiproc as mp
+from tests.helpers import sweep_helper
 from tests.helpers import train_util as tu
 
 pytestmark = pytest.mark.slow
@@ -164,3 +167,31 @@ def test_processes_that_disagree_on_the_config_each_say_so_in_one_line(shared, t
         "has another than process 0's; start every process with the same command line (and "
         "config file)"], r.err
   assert not os.path.exists(wd / "checkpoints")
+
+
+def test_a_sweep_stops_on_every_process_and_its_rerun_trains_no_done_cell_again(
+    shared, tmp_path):
+  wd = tmp_path / "sweep"
+  args = ["sweep", *sweep_helper.argv(str(wd)), "--config.recipe.batch_multiple=4",
+          f"--config.train.data.corpus={tu.SMALL_CORPUS}",
+          f"--config.train.data.data_dir={shared / 'data'}", "--verbose"]
+  with mp.Job(args, tmp=tmp_path / "a", base_env=env(shared, pause_from=3, pause_s=0.5),
+              deadline_s=150) as job:
+    job.wait_for(lambda: ": done, eval loss" in job.text(0, "out"), timeout=120)
+    job.signal(signal.SIGTERM)  # a preemption: every process
+    results = job.wait(timeout=60)
+  assert [r.rc for r in results] == [143, 143], job.report()
+  first, _ = sorted(sweep_helper.results(wd))[:1] + [None]
+  done = {name: (wd / name / "metrics.jsonl").read_bytes()
+          for name, r in sweep_helper.results(wd).items() if r["status"] == "done"}
+  assert list(done) == [first], done
+  with mp.Job(args, tmp=tmp_path / "b", base_env=env(shared), deadline_s=150) as job:
+    results = job.wait()
+  assert all(r.rc in (0, 1) for r in results), job.report()  # 1: two cells are too few to fit
+  assert f"{first}: skipped, already done" in results[0].out
+  assert (wd / first / "metrics.jsonl").read_bytes() == done[first]  # not trained again
+  # Written once, by process 0: a line per cell in runs.jsonl, one report.
+  lines = [json.loads(l) for l in (wd / "runs.jsonl").read_text().splitlines() if l.strip()]
+  assert sorted(l["name"] for l in lines) == sorted(sweep_helper.results(wd)), lines
+  assert len(lines) == 2 and (wd / "report.md").exists()
+  assert "wrote" not in results[1].out  # process 1 writes no shared file
