@@ -46,6 +46,7 @@ from chinchax.sweeps.spec import Executor
 
 OnResult = Callable[[Job, Outcome], None]
 POLL_S = 0.2  # how often a waiting driver looks at its stop flag
+RAY_RETRIES = 2  # reruns of a task whose node or worker died
 
 
 def check(e: Executor) -> None:
@@ -183,7 +184,10 @@ def run_ray(jobs: Sequence[Job], on_result: OnResult, e: Executor, *, stop,
 
   if not ray.is_initialized():
     ray.init(address=e.ray_address or None, include_dashboard=False, log_to_driver=not quiet)
-  options = {"num_cpus": e.ray_num_cpus, "num_gpus": e.ray_num_gpus, "max_retries": 0}
+  # A task whose node or worker dies is rerun elsewhere (it resumes from its cell's last
+  # checkpoint in the shared workdir); one that raises is not (retry_exceptions stays off).
+  options = {"num_cpus": e.ray_num_cpus, "num_gpus": e.ray_num_gpus,
+             "max_retries": RAY_RETRIES}
   if e.ray_tpus:
     options["resources"] = {"TPU": e.ray_tpus}
   task = ray.remote(_ray_task).options(**options)
@@ -201,7 +205,7 @@ def run_ray(jobs: Sequence[Job], on_result: OnResult, e: Executor, *, stop,
     try:
       outcome = ray.get(ready[0])
     except Exception as err:  # pylint: disable=broad-except
-      # The worker died (out of memory, lost node): the job failed, the sweep goes on.
+      # The worker died RAY_RETRIES + 1 times (out of memory, lost nodes): the job failed.
       outcome = job_lib.failed(job, job_lib.reason(err))
     if outcome.status == "stopped":
       stopped = True

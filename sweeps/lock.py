@@ -12,7 +12,8 @@ since) and what to do. A holder that dies, even by SIGKILL, does not hold the lo
   whose write did not last sees the other's token and backs off. (GCS's conditional writes
   would close the remaining window, but fsspec does not expose them.)
 
-Only process 0 of a multi-host job takes the lock: the other processes are the same job.
+Only process 0 of a multi-host job takes the lock: the other processes are the same job, and
+learn its outcome from the coordinator (a second job is refused on every one of its processes).
 """
 
 import contextlib
@@ -180,13 +181,16 @@ def acquire(workdir: str, what: str):
 
 @contextlib.contextmanager
 def hold(workdir: str, what: str):
-  """The workdir's lock for the length of the block, on process 0 of the job."""
+  """The workdir's lock for the length of the block, taken by process 0 for the whole job: a
+  refusal is raised on every process of the job."""
   import jax  # pylint: disable=g-import-not-at-top
-  if jax.process_index() != 0:
+  from chinchax.sweeps.hosts import distributed  # pylint: disable=g-import-not-at-top
+  lead = jax.process_index() == 0
+  created = lead and not atomic.exists(workdir)
+  lock = distributed.shared_outcome("lock", lambda: acquire(workdir, what))
+  if not lead:
     yield None
     return
-  created = not atomic.exists(workdir)
-  lock = acquire(workdir, what)
   try:
     yield lock
   finally:

@@ -52,22 +52,6 @@ class Result:
   stopped_by: str | None = None    # the stop's reason: SIGINT, SIGTERM or SIGPIPE
 
 
-def initialize_distributed(env=None, initialize=None) -> str | None:
-  """Joins the multi-host job the environment describes; returns how, or None (one host)."""
-  env = os.environ if env is None else env
-  initialize = initialize or jax.distributed.initialize
-  if env.get("JAX_NUM_PROCESSES"):
-    # JAX_COORDINATOR_ADDRESS is read by jax itself.
-    initialize(num_processes=int(env["JAX_NUM_PROCESSES"]),
-               process_id=int(env.get("JAX_PROCESS_ID", "0")))
-    return "JAX_NUM_PROCESSES"
-  hosts = [h for h in env.get("TPU_WORKER_HOSTNAMES", "").split(",") if h.strip()]
-  if len(hosts) > 1 or env.get("MEGASCALE_COORDINATOR_ADDRESS"):
-    initialize()  # the TPU runtime's metadata names the coordinator and the processes
-    return "TPU"
-  return None
-
-
 def preflight(spec: spec_lib.Spec) -> tuple[spec_lib.Spec, setup.Opened]:
   """Everything the jobs share, opened and checked once before any job starts: the dataset
   (its vocabulary against the grid's, the cells beyond its unique tokens refused) and the

@@ -12,6 +12,7 @@ import os
 import sys
 
 from chinchax.errors import UserError
+from chinchax.sweeps.hosts import watch
 
 # name -> (module, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -51,6 +52,12 @@ def run(argv: list[str]) -> int:
   if name not in COMMANDS:
     print(f"chinchax: unknown command {name!r}; one of: {', '.join(COMMANDS)}", file=sys.stderr)
     return 2
+  rc = _run(name, rest)
+  watch.finish(rc)  # a multi-host job: the other processes learn how this one ended
+  return rc
+
+
+def _run(name: str, rest: list[str]) -> int:
   try:
     module = importlib.import_module(COMMANDS[name][0])
     return int(module.main(rest) or 0)
@@ -66,6 +73,9 @@ def run(argv: list[str]) -> int:
     # `chinchax plan | head`: the reader left; point stdout at devnull so the exit is quiet.
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
+  except Exception:
+    watch.on_error()  # another process of the job lost: named, and this one ended, from there
+    raise
 
 
 def main() -> None:

@@ -22,6 +22,9 @@ def main(argv: list[str]) -> int:
   p.add_argument("--quiet", action="store_true")
   args = p.parse_args(argv)
   from chinchax.sweeps.train import probe  # pylint: disable=g-import-not-at-top  (jax: after the flags)
+  from chinchax.sweeps.hosts import distributed  # pylint: disable=g-import-not-at-top
+  distributed.join()  # a multi-host job: every process runs this, with the same flags
+  distributed.same_on_every_process(flags=repr(sorted(vars(args).items())))
   rows = probe.probe(args.workdir, args.steps,
                      corpora=[x for arg in args.corpus for x in arg.split(",") if x],
                      names=[x for arg in args.name for x in arg.split(",") if x],

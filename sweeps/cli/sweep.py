@@ -16,6 +16,7 @@ import os
 from chinchax.errors import UserError
 from chinchax.sweeps.accel import compile_cache
 from chinchax.sweeps import console, dry_run, executors, lock, spec as spec_lib
+from chinchax.sweeps.hosts import distributed
 from chinchax.sweeps import sweep
 from chinchax.sweeps.cli import exit_status, flags
 
@@ -36,7 +37,7 @@ def main(argv: list[str]) -> int:
   # from a library leaves the caller's jax as it is.
   executors.split_cpu(f.config.get("cpu_devices", 0))
   compile_cache.enable()
-  sweep.initialize_distributed()
+  distributed.enter(f.config, f.workdir)  # a multi-host job: every process runs this
   with console.guard_stdout(), console.quiet_libraries(f.verbose), \
       lock.hold(f.workdir, "chinchax sweep"):  # two sweeps on one workdir corrupt it
     result = sweep.sweep(f.config, f.workdir, quiet=f.quiet, verbose=f.verbose)

@@ -20,6 +20,7 @@ import sys
 from chinchax.errors import UserError
 from chinchax.sweeps.accel import compile_cache
 from chinchax.sweeps import console, forecast_score, job, lock, wsd
+from chinchax.sweeps.hosts import distributed
 from chinchax.sweeps.train import describe
 from chinchax.sweeps.cli import exit_status, flags
 
@@ -38,6 +39,7 @@ def main(argv: list[str]) -> int:
   if not f.workdir:
     raise UserError("--workdir is required: the folder for checkpoints, metrics and result.json")
   compile_cache.enable()
+  distributed.enter(f.config, f.workdir)  # a multi-host job: every process runs this
   with console.guard_stdout(), console.quiet_libraries(f.verbose), \
       lock.hold(f.workdir, "chinchax train"):  # two trainers on one workdir corrupt it
     outcome = job.train(f.config, f.workdir, quiet=f.quiet)

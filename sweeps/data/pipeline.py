@@ -130,7 +130,15 @@ def with_config(ds: Dataset, cfg: DataConfig) -> Dataset | None:
 
 
 def open_dataset(cfg: DataConfig) -> Dataset:
-  """Resolves, builds (once) and tokenises (once) the dataset; checks it can serve `cfg`."""
+  """Resolves, builds (once) and tokenises (once) the dataset; checks it can serve `cfg`.
+
+  In a multi-host job process 0 opens it first, then the others, which find it built where
+  the disk is shared (two builders at once collide on TFDS's folder rename)."""
+  from chinchax.sweeps.hosts import distributed  # pylint: disable=g-import-not-at-top  (jax)
+  return distributed.process_0_first(lambda: _open_dataset(cfg))
+
+
+def _open_dataset(cfg: DataConfig) -> Dataset:
   _check_cut(cfg)
   data_dir = resolve_data_dir(cfg.data_dir)
   if cfg.corpus is not None or cfg.name == text_builder.STDLIB:

@@ -74,11 +74,11 @@ class Checkpointer:
   def _open(self, directory, every_steps, every_minutes, keep, async_save) -> None:
     # The time floor is kept here rather than with orbax's ContinuousCheckpointingPolicy,
     # which runs a cross-host barrier on every call: too much per-step cost for small models.
-    self.every_s = every_minutes * 60 if every_minutes and every_minutes > 0 else None
+    # Several processes save by steps only: a save due by one's clock and not another's would
+    # leave it alone in the save's collectives. A stop is agreed by sweeps/hosts/watch.py instead.
+    timed = every_minutes and every_minutes > 0 and jax.process_count() == 1
+    self.every_s = every_minutes * 60 if timed else None
     self._every_steps = max(1, every_steps)
-    # One process has no preemption sync point to consult (its SIGTERM is the stop flag's), so
-    # only the interval decides, and it can be read without orbax.
-    self._interval_only = jax.process_count() == 1
     self.directory = os.fspath(directory)
     self._last_save = time.monotonic()
     self._options = ocp.CheckpointManagerOptions(
@@ -182,7 +182,7 @@ class Checkpointer:
   @_in_turn
   def maybe_save(self, step: int, state, force: bool = False) -> bool:
     killpoints.hit("step")
-    if not force and self._interval_only and step % self._every_steps and not (
+    if not force and step % self._every_steps and not (
         self.every_s is not None and time.monotonic() - self._last_save >= self.every_s):
       return False  # not due: orbax's policies would cost ~1 ms a step to say so
     if self._mgr.latest_step() == step:

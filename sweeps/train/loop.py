@@ -22,6 +22,7 @@ import ml_collections
 
 from chinchax.scaling import conventions, records
 from chinchax.sweeps.accel import hardware
+from chinchax.sweeps.hosts import watch
 from chinchax.sweeps.train import checkpoint, timing
 from chinchax.sweeps.train import setup as setup_lib
 
@@ -112,9 +113,10 @@ def steps(s: setup_lib.Setup, stop, log, progress=None) -> End:
     for h in s.hooks:
       h.after_step(step, state)
     s.save(step, state)
-    if stop:
+    reason = watch.stop_reason(stop)  # on several processes: the step they all stop at
+    if reason:
       s.clock.rest("step", loop_start)
-      return end(stopped_by=stop.reason)
+      return end(stopped_by=reason)
   s.clock.rest("step", loop_start)  # the loop's time outside data, eval and checkpoints
   return end()
 

@@ -73,7 +73,8 @@ def test_each_readme_command_runs(argv, monkeypatch, capsys, tmp_path):
 
 def test_the_readme_has_commands_of_every_launcher():
   modules = {a[2] for a in commands() if a[0] == "python"}
-  assert modules == {f"chinchax.launch.{m}" for m in ("tpu", "gke", "gpu", "local")}
+  assert modules == {f"chinchax.launch.{m}" for m in ("tpu", "gke", "gpu", "local",
+                                                                 "multiproc")}
 
 
 @pytest.mark.parametrize("argv", commands(), ids=lambda a: " ".join(a[:4]))

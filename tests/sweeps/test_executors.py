@@ -1,6 +1,7 @@
 """Real training of a two-cell grid: a `local` sweep killed after its first cell resumes
 without retraining it; `packed` (8 fake CPU devices) and `ray` give the same eval losses; a
-stop flag ends a `ray` sweep. The executors' bookkeeping on stand-in runs."""
+stop flag ends a `ray` sweep; on a Ray cluster of two nodes, a cell whose node is lost is rerun on
+the other. The executors' bookkeeping on stand-in runs."""
 
 import json
 import os
@@ -183,6 +184,46 @@ def test_ray_matches_local(tmp_path, local_losses, monkeypatch):
     assert r["eval_loss"] == pytest.approx(local_losses[name], abs=1e-5)
   lines = (tmp_path / "ray" / "runs.jsonl").read_text().splitlines()
   assert sorted(json.loads(l)["name"] for l in lines) == sorted(local_losses)
+
+
+@pytest.mark.slow
+def test_ray_on_two_nodes_reruns_the_cell_of_a_lost_node_elsewhere(tmp_path, local_losses,
+                                                                 monkeypatch):
+  """A Ray cluster of two nodes of one CPU each (the head runs none): the two cells run one on
+  each; one node is killed mid-cell, and its cell is rerun on the other, from its checkpoint."""
+  ray = pytest.importorskip("ray")
+  from ray import cluster_utils  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv("PYTHONPATH", ROOT)
+  cluster = cluster_utils.Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+  nodes = [cluster.add_node(num_cpus=1) for _ in range(2)]
+  wd = tmp_path / "ray"
+  killed = []
+
+  def kill_a_node_mid_cell():  # once both cells have a checkpoint and neither has finished
+    while not killed:
+      cells = [wd / n for n in (os.listdir(wd) if wd.is_dir() else ())]
+      started = [c for c in cells if (c / "checkpoints").is_dir()
+                 and any(d.isdigit() for d in os.listdir(c / "checkpoints"))]
+      if len(started) == 2 and not any((c / "result.json").exists() for c in cells):
+        cluster.remove_node(nodes[0], allow_graceful=False)
+        killed.append(True)
+      time.sleep(0.1)
+
+  try:
+    ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+    threading.Thread(target=kill_a_node_mid_cell, daemon=True).start()
+    result = sweep.sweep(_config(wd, "--config.executor=ray"), str(wd), quiet=True,
+                         stop=checkpoint.StopFlag())
+  finally:
+    killed.append(False)  # ends the thread
+    ray.shutdown()
+    cluster.shutdown()
+  assert killed[0] is True, "no node was killed mid-cell"
+  assert result.status == "done" and result.failed == (), result
+  results = sweep_helper.results(str(wd))
+  assert set(results) == set(local_losses)
+  for name, r in results.items():  # the local executor's losses
+    assert r["eval_loss"] == pytest.approx(local_losses[name], abs=1e-5)
 
 
 @pytest.mark.slow

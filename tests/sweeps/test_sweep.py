@@ -146,20 +146,6 @@ def test_bad_configs_are_refused_before_training(tmp_path, capsys, override, mes
   assert not wd.exists()
 
 
-def test_multi_host_initialization_follows_the_environment():
-  calls = []
-  init = lambda **kw: calls.append(kw)
-  assert sweep.initialize_distributed({}, init) is None
-  assert sweep.initialize_distributed({"TPU_WORKER_HOSTNAMES": "h0"}, init) is None
-  assert calls == []
-  assert sweep.initialize_distributed(
-      {"JAX_NUM_PROCESSES": "4", "JAX_PROCESS_ID": "2"}, init) == "JAX_NUM_PROCESSES"
-  assert calls[-1] == {"num_processes": 4, "process_id": 2}
-  assert sweep.initialize_distributed({"TPU_WORKER_HOSTNAMES": "h0,h1"}, init) == "TPU"
-  assert sweep.initialize_distributed({"MEGASCALE_COORDINATOR_ADDRESS": "h0:8080"}, init)
-  assert calls[1:] == [{}, {}]
-
-
 def test_unknown_override_of_the_default_config_is_one_line(capsys):
   # No --config: the smoke config is loaded with the overrides while the flag is defined.
   assert cli.run(["sweep", "--config.nokey=1", "--dry-run"]) == 2

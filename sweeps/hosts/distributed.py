@@ -1,0 +1,139 @@
+"""Joining the multi-host job the environment describes: the one place every entry point
+(`chinchax train`, `sweep`, `eval`) calls before it builds a mesh.
+
+The launchers describe a job by environment: JAX_NUM_PROCESSES, JAX_PROCESS_ID and
+JAX_COORDINATOR_ADDRESS (launch/gpu.py, GKE JobSet GPU pods, launch/multiproc.py on one
+machine), or the TPU VM metadata that `jax.distributed.initialize()` reads itself
+(TPU_WORKER_HOSTNAMES, MEGASCALE_COORDINATOR_ADDRESS on a multislice). One process is one job.
+
+Once joined, every process keeps in touch with the others through the coordinator
+(sweeps/hosts/watch.py): a process that stops beating for CHINCHAX_HEARTBEAT_S seconds (default 20) is
+lost, and every other one prints one line naming it and exits with status 1 instead of waiting
+forever in a collective; a rerun of the job resumes from the last checkpoint. A lost
+coordinator (process 0) is seen by jax's own client at once (it aborts the process).
+
+`same_on_every_process` checks, through the coordinator's key-value store (no collective on the
+devices, so a disagreement cannot hang one), that every process runs the same config on the same
+workdir: a job whose processes disagree is one line on every process.
+"""
+
+import hashlib
+import os
+
+import jax
+
+from chinchax.errors import UserError
+from chinchax.sweeps.hosts import watch
+
+HEARTBEAT_S = 20
+_WAIT_MS = 10 * 60 * 1000  # for the other processes to publish: a slow start, not a lost host
+
+
+def enter(config, workdir: str) -> str | None:
+  """What every entry point calls first: joins the job, then checks that every process runs
+  the same `config` (a ConfigDict) on the same `workdir`."""
+  how = join()
+  same_on_every_process(config=config.to_json_best_effort(sort_keys=True), workdir=workdir)
+  return how
+
+
+def join(env=None, initialize=None) -> str | None:
+  """Joins the multi-host job the environment describes; returns how, or None (one host)."""
+  env = os.environ if env is None else env
+  initialize = initialize or _initialize
+  # jax's own heartbeat aborts a process with a stack trace; chinchax's (sweeps/hosts/watch.py)
+  # names the lost process in one line first.
+  heartbeat = 3 * int(env.get("CHINCHAX_HEARTBEAT_S") or HEARTBEAT_S)
+  if jax.distributed.is_initialized():
+    return "already"
+  if env.get("JAX_NUM_PROCESSES"):
+    # JAX_COORDINATOR_ADDRESS is read by jax itself.
+    initialize(num_processes=int(env["JAX_NUM_PROCESSES"]),
+               process_id=int(env.get("JAX_PROCESS_ID", "0")),
+               heartbeat_timeout_seconds=heartbeat)
+    return "JAX_NUM_PROCESSES"
+  hosts = [h for h in env.get("TPU_WORKER_HOSTNAMES", "").split(",") if h.strip()]
+  if len(hosts) > 1 or env.get("MEGASCALE_COORDINATOR_ADDRESS"):
+    # The TPU runtime's metadata names the coordinator and the processes.
+    initialize(heartbeat_timeout_seconds=heartbeat)
+    return "TPU"
+  return None
+
+
+def _initialize(**kwargs) -> None:
+  # jax's preemption notifier would take SIGTERM for itself from here on, and one arriving
+  # before the run's stop flag is installed (during setup, a compile) would leave the process
+  # deaf to it; chinchax's own stop (sweeps/hosts/watch.py) is agreed without it.
+  jax.config.update("jax_enable_preemption_service", False)
+  jax.distributed.initialize(**kwargs)
+  watch.start(client(), jax.process_index(), jax.process_count(), _heartbeat_s())
+
+
+def _heartbeat_s() -> int:
+  return int(os.environ.get("CHINCHAX_HEARTBEAT_S") or HEARTBEAT_S)
+
+
+def client():
+  """The distributed runtime's client (its key-value store), or None on one process."""
+  if jax.process_count() == 1:
+    return None
+  from jax._src import distributed as jd  # pylint: disable=g-import-not-at-top
+  return jd.global_state.client
+
+
+def same_on_every_process(**values: str) -> None:
+  """UserError on every process when any process's value of a name differs from process 0's."""
+  c = client()
+  if c is None:
+    return
+  me, P = jax.process_index(), jax.process_count()
+  for name, value in values.items():
+    digest = hashlib.sha256(str(value).encode()).hexdigest()[:16]
+    c.key_value_set(f"chinchax/same/{name}/{me}", digest)
+    digests = [c.blocking_key_value_get(f"chinchax/same/{name}/{q}", _WAIT_MS) for q in range(P)]
+    differ = [q for q in range(P) if digests[q] != digests[0]]
+    if differ:
+      raise UserError(
+          f"the processes of this job disagree on the {name}: process "
+          f"{', '.join(map(str, differ))} has another than process 0's; start every process "
+          "with the same command line (and config file)")
+
+
+def shared_outcome(name: str, attempt) -> object:
+  """`attempt()` on process 0 only; its UserError, if any, raised on every process of the job
+  (process 0 takes the workdir's lock: a second job is refused on each of its processes, not
+  on process 0 alone while the others wait for it in a collective)."""
+  c = client()
+  if c is None:
+    return attempt()
+  key = f"chinchax/outcome/{name}"
+  if jax.process_index() == 0:
+    try:
+      out = attempt()
+    except UserError as e:
+      c.key_value_set(key, "error:" + str(e))
+      raise
+    c.key_value_set(key, "ok")
+    return out
+  said = c.blocking_key_value_get(key, _WAIT_MS)
+  if said.startswith("error:"):
+    raise UserError(said[len("error:"):])
+  return None
+
+
+_FIRST = [0]  # calls of process_0_first so far: the same sequence on every process
+
+
+def process_0_first(make):
+  """`make()` on process 0, then on the others (which wait for it to finish)."""
+  c = client()
+  if c is None:
+    return make()
+  _FIRST[0] += 1
+  key = f"chinchax/first/{_FIRST[0]}"
+  if jax.process_index() == 0:
+    out = make()
+    c.key_value_set(key, "done")
+    return out
+  c.blocking_key_value_get(key, _WAIT_MS)
+  return make()
