@@ -25,12 +25,13 @@ def child(checks: int, steps: int) -> None:
   import numpy as np  # pylint: disable=g-import-not-at-top
   from chinchax.models import mesh as mesh_lib, sharding  # pylint: disable=g-import-not-at-top
   from chinchax.scaling import conventions  # pylint: disable=g-import-not-at-top
-  from chinchax.sweeps.train import checkpoint, optimizer, step as step_lib  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.train import optimizer, step as step_lib  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.train import stop as stop_lib
   from chinchax.models.config import ModelConfig  # pylint: disable=g-import-not-at-top
 
   say = lambda m: print(f"{time.strftime('%X')} {m}", file=sys.stderr, flush=True)
   say("joined")
-  flag = checkpoint.StopFlag()
+  flag = stop_lib.StopFlag()
   t = time.perf_counter()
   for _ in range(checks):
     bool(flag)

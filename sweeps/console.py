@@ -129,8 +129,8 @@ class _PipeSafe(io.TextIOBase):
 
 
 def _stop() -> None:
-  from chinchax.sweeps.train import checkpoint  # pylint: disable=g-import-not-at-top
-  checkpoint.request_stop("SIGPIPE")
+  from chinchax.sweeps.train import stop as stop_lib
+  stop_lib.request_stop("SIGPIPE")
 
 
 @contextlib.contextmanager

@@ -39,7 +39,7 @@ import jax
 
 from chinchax.scaling import conventions
 from chinchax.errors import UserError
-from chinchax.sweeps.train import checkpoint
+from chinchax.sweeps.train import stop as stop_lib
 from chinchax.sweeps import job as job_lib
 from chinchax.sweeps.job import Job, Outcome
 from chinchax.sweeps.spec import Executor
@@ -174,7 +174,7 @@ def run_packed(jobs: Sequence[Job], on_result: OnResult, groups: Sequence[Sequen
 
 def _ray_task(job: Job, quiet: bool) -> Outcome:
   # A flag with no signal handlers: SIGTERM stays Ray's way of ending the worker.
-  return job_lib.run(job, stop=checkpoint.StopFlag(), quiet=quiet)
+  return job_lib.run(job, stop=stop_lib.StopFlag(), quiet=quiet)
 
 
 def run_ray(jobs: Sequence[Job], on_result: OnResult, e: Executor, *, stop,

@@ -27,7 +27,7 @@ from chinchax.models import sharding
 from chinchax import atomic, killpoints
 from chinchax.scaling import fmt
 from chinchax.errors import UserError
-from chinchax.sweeps.train import checkpoint
+from chinchax.sweeps.train import stop as stop_lib
 from chinchax.scaling import records
 from chinchax.sweeps import data, estimate, executors, fit_adapter, forecast_score, report
 from chinchax.sweeps import hparams_adapter, hparams_grid
@@ -79,7 +79,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   """Trains every cell of the sweep `config` not done yet in `workdir`, then fits and reports.
 
   `config`: a sweep config (`sweep_config.base_config`, e.g. `sweeps/configs/smoke.py`'s). `stop`: a
-  flag object (`checkpoint.StopFlag`); without one, SIGTERM and SIGINT stop the sweep while it
+  flag object (`stop_lib.StopFlag`); without one, SIGTERM and SIGINT stop the sweep while it
   runs (finished cells are kept: rerun to resume). The console: one line per cell
   (sweeps/progress.py), with a bar in place on a terminal unless `quiet`; `verbose` adds each
   run's step lines.
@@ -119,7 +119,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
     record(outcome.records)
 
   own_stop = stop is None
-  stop = checkpoint.StopFlag().install() if own_stop else stop
+  stop = stop_lib.StopFlag().install() if own_stop else stop
   try:
     finished = executors.run_jobs(todo, on_result, spec.executor, stop=stop,
                                   quiet=not verbose or spec.executor.kind != "local",

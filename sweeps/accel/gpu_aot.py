@@ -56,7 +56,9 @@ def pool_bytes(gpu: hardware.Gpu) -> int:
 
 
 def has_plugin() -> bool:
-  return importlib.util.find_spec("jax_plugins.xla_cuda12") is not None
+  # find_spec of a submodule imports its package, which is absent without any jax plugin.
+  return (importlib.util.find_spec("jax_plugins") is not None
+          and importlib.util.find_spec("jax_plugins.xla_cuda12") is not None)
 
 
 def ptxas() -> str | None:

@@ -1,7 +1,7 @@
 """One training run, all of it: its config resolved (`config`), everything it needs built once
 (`setup`), the loop that trains it (`loop`) with its steps beside it (`step`: the sharded train
 and eval steps, `optimizer`), the training-craft features as hooks (`hooks`, `inputs`,
-`early_stop`), checkpoints with their fingerprints and the stop flag (`checkpoint`,
+`early_stop`), checkpoints with their fingerprints and the stop flag (`checkpoint`, `stop`,
 `fingerprint`), metrics.jsonl and TensorBoard (`metrics`), the phases' times (`timing`), its
 record (`record`, `result`), its plan (`describe`) and the probe of its checkpoints (`probe`).
 

@@ -23,7 +23,8 @@ import ml_collections
 from chinchax.scaling import conventions, records
 from chinchax.sweeps.accel import hardware
 from chinchax.sweeps.hosts import watch
-from chinchax.sweeps.train import checkpoint, timing
+from chinchax.sweeps.train import timing
+from chinchax.sweeps.train import stop as stop_lib
 from chinchax.sweeps.train import setup as setup_lib
 
 
@@ -48,7 +49,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool 
 
   `devices`: the devices of this run's mesh (default: all of the job's), so that several
   small runs can share one host on disjoint device groups. `stop`: a flag object (see
-  `checkpoint.StopFlag`); when it turns true the run saves a checkpoint and returns
+  `stop_lib.StopFlag`); when it turns true the run saves a checkpoint and returns
   {"status": "stopped"}. Without one, SIGTERM and SIGINT set a flag of the run's own for the
   length of the loop. `checkpoint_lock`: see `setup.build`. `progress`: called as
   `progress(step, total_steps, tokens_per_s, train_loss)` at every log step (the sweep's
@@ -63,7 +64,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool 
   s = setup_lib.build(c, workdir, devices=devices, checkpoint_lock=checkpoint_lock, log=log,
                       opened=opened)
   own_stop = stop is None
-  stop = checkpoint.StopFlag().install() if own_stop else stop
+  stop = stop_lib.StopFlag().install() if own_stop else stop
   try:
     end = steps(s, stop, log, progress)
   finally:

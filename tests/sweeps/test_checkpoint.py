@@ -14,6 +14,7 @@ import pytest
 
 from chinchax.errors import UserError
 from chinchax.sweeps.train import checkpoint
+from chinchax.sweeps.train import stop as stop_lib
 
 
 def _state(v):
@@ -63,7 +64,7 @@ def test_no_checkpoint_gives_none(tmp_path):
 
 
 def test_stop_flag_catches_sigterm():
-  flag = checkpoint.StopFlag().install()
+  flag = stop_lib.StopFlag().install()
   old = signal.getsignal(signal.SIGTERM)
   try:
     assert not flag

@@ -15,6 +15,7 @@ import pytest
 
 from chinchax.scaling.conventions import Shape
 from chinchax.sweeps.train import checkpoint
+from chinchax.sweeps.train import stop as stop_lib
 from chinchax.sweeps import executors, spec as spec_lib, sweep
 from chinchax.sweeps.cli import flags
 from chinchax.sweeps.cli import sweep as cli_sweep
@@ -144,11 +145,13 @@ def test_split_cpu_only_before_jax_starts():
 
 
 def test_packed_starts_the_most_flops_first(monkeypatch):
-  started = []
+  started, gate = [], []
 
   def fake_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpoint_lock=None):
     del c, stop, quiet, checkpoint_lock
     started.append(os.path.basename(workdir))
+    if gate and len(started) <= 2:  # both workers hold their first job before either takes more
+      gate[0].wait(timeout=30)
     return {"name": os.path.basename(workdir), "status": "done"}
 
   monkeypatch.setattr(loop, "train", fake_train)
@@ -163,6 +166,7 @@ def test_packed_starts_the_most_flops_first(monkeypatch):
   executors.run_packed(jobs, lambda job, r: None, groups=[("d0",)], stop=None)
   assert started == [j.name for j in jobs]  # one worker: the given order
   started.clear()
+  gate.append(threading.Barrier(2))
   executors.run_packed(jobs, lambda job, r: None, groups=[("d0",), ("d1",)], stop=None)
   assert sorted(started[:2]) == ["small-long", "wide-long"]
 
@@ -174,7 +178,7 @@ def test_ray_matches_local(tmp_path, local_losses, monkeypatch):
   ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
   try:
     c = _config(tmp_path / "ray", "--config.executor=ray")
-    result = sweep.sweep(c, str(tmp_path / "ray"), quiet=True, stop=checkpoint.StopFlag())
+    result = sweep.sweep(c, str(tmp_path / "ray"), quiet=True, stop=stop_lib.StopFlag())
     assert result.status == "done" and "Approach 3 fits 5 parameters" in result.fit_error
   finally:
     ray.shutdown()
@@ -213,7 +217,7 @@ def test_ray_on_two_nodes_reruns_the_cell_of_a_lost_node_elsewhere(tmp_path, loc
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
     threading.Thread(target=kill_a_node_mid_cell, daemon=True).start()
     result = sweep.sweep(_config(wd, "--config.executor=ray"), str(wd), quiet=True,
-                         stop=checkpoint.StopFlag())
+                         stop=stop_lib.StopFlag())
   finally:
     killed.append(False)  # ends the thread
     ray.shutdown()

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from chinchax.sweeps.train import checkpoint
+
+from chinchax.sweeps.train import stop as stop_lib
 from chinchax.sweeps import console, progress
 
 
@@ -81,8 +82,8 @@ def test_a_broken_pipe_is_a_stop_not_an_error():
   r, w = os.pipe()
   os.close(r)  # the reader left
   stream = console._PipeSafe(io.TextIOWrapper(os.fdopen(w, "wb"), write_through=True))
-  flag = checkpoint.StopFlag()
-  checkpoint._INSTALLED.append(flag)  # as install() does, without touching signal handlers
+  flag = stop_lib.StopFlag()
+  stop_lib._INSTALLED.append(flag)  # as install() does, without touching signal handlers
   try:
     assert stream.write("step 10/100\n") == len("step 10/100\n")  # no BrokenPipeError
     stream.flush()
@@ -90,11 +91,11 @@ def test_a_broken_pipe_is_a_stop_not_an_error():
     stream.write("more\n")  # to /dev/null now
   finally:
     flag.uninstall()
-  assert flag not in checkpoint._INSTALLED
+  assert flag not in stop_lib._INSTALLED
 
 
 def test_a_signal_after_a_broken_pipe_keeps_the_first_reason():
-  flag = checkpoint.StopFlag()
+  flag = stop_lib.StopFlag()
   flag.set("SIGINT")
   flag.set("SIGPIPE")
   assert flag.reason == "SIGINT"

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from chinchax.sweeps.hosts import watch
-from chinchax.sweeps.train import checkpoint
+from chinchax.sweeps.train import stop as stop_lib
 
 
 class FakeKV:
@@ -42,7 +42,7 @@ def loops(P, signal_at, seed, who):
   reaches check `signal_at`. Returns each loop's (check it stopped at, reason)."""
   kv, rng = FakeKV(), random.Random(seed)
   watches = [watch.Watch(kv, p, P, heartbeat_s=60) for p in range(P)]
-  flags = [checkpoint.StopFlag() for _ in range(P)]
+  flags = [stop_lib.StopFlag() for _ in range(P)]
   delays = [[rng.uniform(0, 0.004) for _ in range(400)] for _ in range(P)]
   out = [None] * P
 
@@ -96,7 +96,7 @@ def test_a_process_that_stops_beating_or_failed_is_named_and_one_that_ended_well
 
 
 def test_one_process_reads_its_own_flag():
-  flag = checkpoint.StopFlag()
+  flag = stop_lib.StopFlag()
   assert watch.stop_reason(flag) is None
   flag.set("SIGINT")
   assert watch.stop_reason(flag) == "SIGINT"
