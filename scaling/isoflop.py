@@ -6,21 +6,27 @@ budgets,
 
     log N*(C) = log k_N + a·log C,      log D*(C) = log k_D + b·log C.
 
-Methods for N* (`METHODS`):
+Methods for N* (`METHODS`), each budget's minimum read as `scaling.isoflop_minima` says:
 
-* "vp" (default), "vp_levels": every budget's profile as the law implies it,
+* "auto" (default): "vp" when it fits the runs (the lack-of-fit check, `scaling.lack_of_fit`),
+  else "local".
+* "local": each budget's minimum from the runs near its lowest loss, a robust parabola in
+  log N over the sizes within a factor 4 of it (`scaling.isoflop_local`).
+* "vp", "vp_levels": every budget's profile as the law implies it,
   c0 + cN·N^-alpha + cD_k·D^-beta, all budgets fitted jointly (`scaling.isoflop_vp`).
-  Unbiased whatever the grid: no assumption that the sizes are centred on the optimum or
-  that alpha = beta.
-* "parabola": the paper's parabola in log N per budget, L ≈ p0·x² + p1·x + p2,
-  N* = exp(−p1/(2·p0)). Biased when a budget's sizes are off-centre around its optimum and
-  alpha != beta (Czech et al. 2026): the profile is not symmetric in log N. Kept for
-  comparison; the diagnostics say how much it is off on the sweep's own grid.
+  Unbiased whatever the grid when the profiles are of that family; when they are not (a
+  term for undertrained runs, a Kaplan-form law, constant-LR runs), the runs far from the
+  minima set its shape and place its minima wrongly, which the lack-of-fit check catches.
+* "parabola": the paper's parabola in log N per budget over all its sizes, L ≈ p0·x² + p1·x
+  + p2, N* = exp(−p1/(2·p0)). Biased when a budget's sizes are off-centre around its optimum
+  and the profile is asymmetric (Czech et al. 2026). Kept for comparison.
+Every method but "local" falls back to the local estimate when it does not fit (with a
+warning naming the likely cause), and for a budget where its minimum is outside the sizes.
 
 A budget is dropped, with a warning that names it and says why, when it has fewer than 3
-distinct sizes, when its loss is not convex in log N (the parabola opens downward: no
-minimum), or when its fitted N* is not strictly inside the sizes it sampled (an
-extrapolated minimum is not a measurement).
+distinct sizes, or when its lowest measured loss is at its smallest or largest size (the
+data do not put its minimum inside the sizes). A budget whose lowest loss is at an interior
+size is never dropped.
 
 C of a budget is the geometric mean of its runs' C under the runs' FLOPs convention, so the
 law speaks that convention whatever the nominal grid said. D* = C / f(N*), where the FLOPs
@@ -42,7 +48,7 @@ from chinchax.errors import UserError
 from chinchax.scaling.runs import Runs, budget_groups
 
 MIN_SIZES = 3
-METHODS = ("vp", "vp_levels", "parabola")
+METHODS = ("auto", "local", "vp", "vp_levels", "parabola")
 PARABOLA_FORM = "p[0]*x^2 + p[1]*x + p[2], x = ln N"
 PROFILE_FORM = "L0 + P*(N/N_star)^-alpha + Q*(N/N_star)^gamma"  # alpha*P = gamma*Q
 
@@ -59,10 +65,12 @@ class IsoflopFit:
   L_opt: np.ndarray
   profiles: tuple[dict, ...]  # per kept budget: the fitted curve, see `profile_loss`
   dropped: tuple[str, ...] = ()
-  method: str = "vp"
+  method: str = "vp"  # the method whose minima were read ("local" after a fallback)
   diagnostics: list[dict] = dataclasses.field(default_factory=list)
   warnings: tuple[str, ...] = ()  # every message a user should read, the dropped ones too
   exponents: dict | None = None  # the profile's alpha, beta (methods vp*)
+  asked: str = "auto"
+  lack_of_fit: dict | None = None  # of the method asked (scaling.lack_of_fit.check)
 
   def N_star(self, C):
     return np.exp(self.log_kN + self.a * np.log(C))
@@ -76,7 +84,7 @@ class IsoflopFit:
 
   def to_dict(self) -> dict:
     return {
-        "method": self.method,
+        "method": self.method, "method_asked": self.asked, "lack_of_fit": self.lack_of_fit,
         "a": float(self.a), "b": float(self.b),
         "log_kN": float(self.log_kN), "log_kD": float(self.log_kD),
         "points": {"C": self.budgets.tolist(), "N": self.N_opt.tolist(),
@@ -131,17 +139,15 @@ class Budgets:
 
 
 def screen(runs: Runs, groups: list[np.ndarray], loss: np.ndarray) -> tuple[Budgets, list[str]]:
-  """The budgets with MIN_SIZES distinct sizes and a loss convex in log N; why not the rest."""
+  """The budgets with MIN_SIZES distinct sizes; why not the rest. (`loss` is unused: whether
+  a budget has a minimum is read from its losses by `scaling.isoflop_minima`.)"""
+  del loss
   keep, dropped = [], []
   for idx in groups:
     sizes = np.unique(runs.N[idx])
     if len(sizes) < MIN_SIZES:
       dropped.append(f"budget C={budget_C(runs, idx):.3g} dropped: {len(sizes)} distinct "
                      f"sizes, need {MIN_SIZES}")
-    elif not np.polyfit(np.log(runs.N[idx]), loss[idx], 2)[0] > 0:
-      dropped.append(f"budget C={budget_C(runs, idx):.3g} dropped: its loss is not convex in "
-                     "log N (the parabola opens downward), so it has no minimum; sample sizes "
-                     "on both sides of the optimum")
     else:
       keep.append(idx)
   x = [np.log(runs.N[idx]) for idx in keep]
@@ -215,61 +221,48 @@ def power_laws(bud: Budgets, log_N_star_RxK: np.ndarray, keep: np.ndarray):
   return a, mean(x_RxK) - a * log_C_R, b, mean(log_D_RxK) - b * log_C_R
 
 
-def _why_dropped(bud: Budgets, k: int, est: Estimate, method: str) -> str:
-  C, lo, hi = bud.C_K[k], np.exp(bud.x_lo_K[k]), np.exp(bud.x_hi_K[k])
-  if not est.convex_RxK[0, k]:
-    return (f"budget C={C:.3g} dropped: no profile of the law's form with a minimum in every "
-            "budget fits these runs; check them, or use method 'parabola'")
-  x = est.log_N_star_RxK[0, k]
-  side = "smaller" if x <= bud.x_lo_K[k] else "larger"
-  what = "parabola" if method == "parabola" else "fitted profile"
-  return (f"budget C={C:.3g} dropped: the {what}'s minimum N={np.exp(x):.3g} is not inside "
-          f"the sampled sizes [{lo:.3g}, {hi:.3g}]; add {side} models")
-
-
 def too_few(n_kept: int, n_groups: int, dropped: list[str]) -> UserError:
   return UserError(
-      f"Approach 2 needs at least two budgets with a loss minimum inside their sampled "
-      f"sizes; {n_kept} of {n_groups} usable" + "".join(f"; {d}" for d in dropped))
+      f"Approach 2 needs at least two budgets whose lowest loss is at an interior size "
+      f"(a minimum inside their sampled sizes); {n_kept} of {n_groups} usable"
+      + "".join(f"; {d}" for d in dropped))
 
 
-def _profile(bud: Budgets, est: Estimate, k: int) -> dict:
-  C = float(bud.C_K[k])
-  if est.vp is None:
-    return {"C": C, "form": PARABOLA_FORM, "p": est.parabola_RxKx3[0, k].tolist()}
-  vp = est.vp
+def _profile(m, k: int) -> dict:
+  """The curve kept budget k's minimum was read from (`isoflop_minima.Minima` m)."""
+  C = float(m.bud.C_K[k])
+  if m.local_K[k] or m.est.vp is None:
+    local = m.local_K[k] or m.used == "local"
+    p = m.loc.coef_RxKx3[0, k] if local else m.est.parabola_RxKx3[0, k]
+    out = {"C": C, "form": PARABOLA_FORM, "p": p.tolist()}
+    if local:
+      out["window"] = np.exp(m.loc.window_RxKx2[0, k]).tolist()
+    return out
+  vp = m.est.vp
   alpha, gamma, P = float(vp.alpha_R[0]), float(vp.gamma_RxK[0, k]), float(vp.P_RxK[0, k])
   Q = alpha * P / gamma
-  return {"C": C, "form": PROFILE_FORM, "N_star": float(np.exp(est.log_N_star_RxK[0, k])),
-          "L0": float(est.L_star_RxK[0, k]) - P - Q, "P": P, "Q": Q, "alpha": alpha,
+  return {"C": C, "form": PROFILE_FORM, "N_star": float(np.exp(m.log_N_star_K[k])),
+          "L0": float(m.L_star_K[k]) - P - Q, "P": P, "Q": Q, "alpha": alpha,
           "gamma": gamma}
 
 
-def fit_isoflop(runs: Runs, method: str = "vp") -> IsoflopFit:
-  """Approach 2 on `runs`; each dropped budget also becomes a `UserWarning`."""
-  if method not in METHODS:
-    raise UserError(f"Approach 2: unknown method {method!r}; use one of {', '.join(METHODS)}")
-  groups = budget_groups(runs)
-  bud, dropped = screen(runs, groups, runs.loss)
-  if len(bud.C_K) < 2:
-    raise too_few(len(bud.C_K), len(groups), dropped)
-  y = runs.loss[bud.idx_n]
-  est = estimate(bud, y[None], method)
-  keep = inside(bud, est)[0]
-  dropped += [_why_dropped(bud, k, est, method) for k in np.flatnonzero(~keep)]
-  if keep.sum() < 2:
-    raise too_few(int(keep.sum()), len(groups), dropped)
-  for message in dropped:
+def fit_isoflop(runs: Runs, method: str = "auto") -> IsoflopFit:
+  """Approach 2 on `runs`; each dropped budget and every caveat also becomes a `UserWarning`."""
+  from chinchax.scaling import isoflop_minima  # pylint: disable=g-import-not-at-top (cycle)
+  m = isoflop_minima.read(runs, method)
+  for message in m.messages:
     warnings.warn(f"Approach 2: {message}", stacklevel=2)
-  a, log_kN, b, log_kD = (float(v[0]) for v in power_laws(bud, est.log_N_star_RxK, keep))
-  x = est.log_N_star_RxK[0, keep]
-  diagnostics, grid_warnings = isoflop_diagnostics.diagnose(bud, y, est, method)
+  bud, keep, x = m.bud, m.keep_K, m.log_N_star_K
+  a, log_kN, b, log_kD = (float(v[0]) for v in power_laws(bud, x[None], keep))
+  diagnostics, grid_warnings = isoflop_diagnostics.diagnose(
+      bud, m.y_n, m.est, m.used, vp_fits=(m.lack_of_fit or {}).get("fits") is not False)
   exponents = None
-  if est.vp is not None:
-    exponents = {"alpha": float(est.vp.alpha_R[0]), "beta": float(est.vp.beta_R[0]),
-                 "levels": "per_budget" if method == "vp_levels" else "shared"}
+  if m.est.vp is not None:
+    exponents = {"alpha": float(m.est.vp.alpha_R[0]), "beta": float(m.est.vp.beta_R[0]),
+                 "levels": "per_budget" if m.used == "vp_levels" else "shared"}
+  xk = x[keep]
   return IsoflopFit(
-      a, b, log_kN, log_kD, bud.C_K[keep], np.exp(x),
-      bud.C_K[keep] / np.exp(bud.p0_K[keep] + bud.p1_K[keep] * x), est.L_star_RxK[0, keep],
-      tuple(_profile(bud, est, k) for k in np.flatnonzero(keep)), tuple(dropped), method,
-      diagnostics, tuple(dropped) + grid_warnings, exponents)
+      a, b, log_kN, log_kD, bud.C_K[keep], np.exp(xk),
+      bud.C_K[keep] / np.exp(bud.p0_K[keep] + bud.p1_K[keep] * xk), m.L_star_K[keep],
+      tuple(_profile(m, k) for k in np.flatnonzero(keep)), m.dropped, m.used,
+      diagnostics, m.messages + grid_warnings, exponents, m.asked, m.lack_of_fit)
