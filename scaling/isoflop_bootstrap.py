@@ -8,7 +8,7 @@ estimator's: a parabola's from the parabola, a local estimate's from the local f
 
 * "local": the window parabolas at the runs they fitted, and the observed loss elsewhere
   (runs far from a minimum only decide where the window falls); sigma the noise the local
-  fits measure (`isoflop_local`), with its degrees of freedom. A run the biweight rejected
+  fits measure (`isoflop_local`), with its degrees of freedom. A run the local fits rejected
   keeps its loss in every resample (it stays an outlier, as in the data).
 * "vp", "vp_levels": the profile fit's values; sigma² = RSS / (n − p), n runs in the
   screened budgets, p the profile fit's parameters (K + 4 with a shared level, 2K + 3 with
