@@ -51,10 +51,11 @@ def check(residual_n: np.ndarray, sigma: float, *, N_n, D_n, in_window_n, loss_n
   ratio = rms / sigma
   total = r2.sum()
   n_few = max(2, int(0.05 * len(r2)))
-  top = np.sort(r2)[::-1][:n_few].sum() / total
+  worst = np.argsort(r2)[::-1][:n_few]
+  top = r2[worst].sum() / total
   under = np.asarray(D_n) < np.asarray(N_n)
   far = ~np.asarray(in_window_n, bool)
-  if top > FEW:
+  if top > FEW and not under[worst].all():  # the most undertrained runs: named below
     cause = (f"{n_few} runs carry {top:.0%} of its squared residuals: a few runs far off the "
              "rest (diverged, or a broken record?)")
   elif under.any() and r2[under].sum() / total > UNDERTRAINED:

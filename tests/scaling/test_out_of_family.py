@@ -93,6 +93,17 @@ def test_a_model_of_the_right_family_passes_the_lack_of_fit_check():
     assert fit.lack_of_fit["ratio"] < 2 and not caught
 
 
+def test_approach_3_is_checked_for_lack_of_fit_too():
+  bad = truths.sweep(truths.TRUTHS["undertrained"], noise=0.0, n_diverged=0)
+  e = chinchax.fit(_arrays(bad), approaches="3", bootstrap=0).approaches["3"]
+  assert e["lack_of_fit"]["fits"] is False and e["lack_of_fit"]["ratio"] > 3
+  assert any("the law E + A/N^alpha + B/D^beta does not fit these runs" in w
+             and "badly undertrained runs" in w for w in e["warnings"])
+  good = synthetic.isoflop_runs(synthetic.law(0.34, 0.28), n=7, noise=0.003, seed=0)
+  e = chinchax.fit(good, approaches="3", bootstrap=0).approaches["3"]
+  assert e["lack_of_fit"]["fits"] is True and e["lack_of_fit"]["ratio"] < 2
+
+
 def test_a_budget_whose_lowest_loss_is_inside_is_never_dropped(monkeypatch):
   """The profile fit put budget 0's minimum below its sizes (as vp did on a published sweep
   in 10 of 11 budgets); its lowest loss is inside, so its local estimate is read instead."""
