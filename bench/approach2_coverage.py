@@ -5,7 +5,7 @@ constant-LR runs without cooldown, a broken power law; heavy-tailed noise, 2 div
 per sweep) and each method, over `--sweeps` noise seeds: the true a, the mean and sd of the
 estimate, the median width of the 90% interval, and how many intervals hold the truth.
 
-    python bench/approach2_coverage.py --sweeps=200 --resamples=400
+    python bench/approach2_coverage.py --sweeps=100 --resamples=200 [--diverged=0]
 """
 
 import argparse
@@ -29,9 +29,11 @@ def main():
   p.add_argument("--level", type=float, default=0.9)
   p.add_argument("--methods", default="auto,parabola,vp")
   p.add_argument("--truths", default=",".join(truths.TRUTHS))
+  p.add_argument("--diverged", type=int, default=2, help="diverged runs per sweep")
   args = p.parse_args()
   q = [(1 - args.level) / 2, (1 + args.level) / 2]
-  print(f"{args.sweeps} sweeps per row, {args.resamples} resamples, {args.level:.0%} intervals")
+  print(f"{args.sweeps} sweeps per row, {args.resamples} resamples, {args.level:.0%} intervals, "
+        f"{args.diverged} diverged runs per sweep")
   print(f"{'truth':13s} {'method':9s} {'a_true':>7s} {'mean a':>7s} {'sd':>6s} "
         f"{'width':>6s} {'cover':>6s} {'used':>14s} {'s/sweep':>7s}")
   for name in args.truths.split(","):
@@ -41,7 +43,7 @@ def main():
       est, hit, width, used = [], 0, [], {}
       t0 = time.perf_counter()
       for seed in range(args.sweeps):
-        runs = truths.sweep(t, seed=1000 + seed)
+        runs = truths.sweep(t, seed=1000 + seed, n_diverged=args.diverged)
         with warnings.catch_warnings():
           warnings.simplefilter("ignore")
           fit = isoflop.fit_isoflop(runs, method)

@@ -8,7 +8,7 @@ it has no residuals to check.
 
 import numpy as np
 
-from chinchax.scaling import isoflop, lack_of_fit, law_build
+from chinchax.scaling import isoflop_budgets, lack_of_fit, law_build
 from chinchax.scaling.runs import Runs, budget_groups
 
 holding = law_build.holding
@@ -39,7 +39,7 @@ def shifted(entry: dict, draws: dict, level: float) -> list[str]:
 def approach3(runs: Runs, fit3) -> dict | None:
   """Approach 3's lack-of-fit record over the runs of the IsoFLOP budgets (None: no budget
   has 3 sizes)."""
-  bud, _ = isoflop.screen(runs, budget_groups(runs), runs.loss)
+  bud, _ = isoflop_budgets.screen(runs, budget_groups(runs), runs.loss)
   if len(bud.C_K) == 0:
     return None
   y = runs.loss[bud.idx_n]

@@ -42,7 +42,7 @@ inside their sizes.
 
 import numpy as np
 
-from chinchax.scaling import isoflop, isoflop_minima, isoflop_vp
+from chinchax.scaling import isoflop_minima, isoflop_resample, isoflop_vp
 from chinchax.errors import UserError
 from chinchax.scaling.runs import Runs
 
@@ -55,15 +55,7 @@ def _noise_model(m) -> tuple[np.ndarray, np.ndarray, float, int]:
   bud, y = m.bud, m.y_n
   n = len(y)
   if m.used == "local":
-    loc = m.loc
-    in_window = np.isfinite(loc.fitted_Rxn[0])
-    rejected = in_window & (loc.weight_Rxn[0] == 0)
-    sigma, dof = float(loc.sigma_R[0]), int(round(float(loc.dof_R[0])))
-    if not (np.isfinite(sigma) and dof >= 1):
-      raise UserError(
-          "Approach 2's bootstrap needs the noise the local fits measure, and no budget has "
-          "more than 3 sizes near its minimum; add sizes around the minima")
-    return np.where(in_window & ~rejected, loc.fitted_Rxn[0], y), ~rejected, sigma, dof
+    return isoflop_resample.local_noise(m.loc, y)
   if m.used == "parabola" and n > 3 * len(bud.C_K):
     r = y - isoflop_minima.fitted(bud, m.est)
     dof = n - 3 * len(bud.C_K)
@@ -89,21 +81,9 @@ def bootstrap_isoflop(runs: Runs, n_resamples: int = 1000, seed: int = 0,
       n_resamples < 1):
     raise UserError(f"bootstrap: n_resamples must be a positive integer, got {n_resamples!r}")
   m = isoflop_minima.read(runs, method)
-  bud = m.bud
-  mu, noisy, sigma, dof = _noise_model(m)
-  n = len(mu)
-  rng = np.random.default_rng(seed)
-  columns, n_failed = [], 0
-  for start in range(0, n_resamples, CHUNK):
-    R = min(CHUNK, n_resamples - start)
-    sigma_R = sigma * np.sqrt(dof / rng.chisquare(dof, size=R))
-    Y = mu + noisy * sigma_R[:, None] * rng.standard_normal((R, n))
-    est, loc = isoflop_minima.estimate(bud, Y, m.used)
-    x, _, keep, _ = isoflop_minima.combine(bud, est, loc)  # the estimator's own rule
-    ok = keep.sum(axis=1) >= 2
-    n_failed += int(R - ok.sum())
-    columns.append(np.stack(isoflop.power_laws(bud, x[ok], keep[ok])))
-  a, log_kN, b, log_kD = np.concatenate(columns, axis=1)
+  model = _noise_model(m)
+  (a, log_kN, b, log_kD), n_failed = isoflop_resample.draws(m.bud, model, m.used, n_resamples,
+                                                            seed, CHUNK)
   return {"a": a, "b": b, "log_kN": log_kN, "log_kD": log_kD, "n_resamples": n_resamples,
-          "n_failed": n_failed, "seed": seed, "kind": KIND, "sigma": sigma,
-          "dof": int(dof), "method": m.used}
+          "n_failed": n_failed, "seed": seed, "kind": KIND, "sigma": model[2],
+          "dof": int(model[3]), "method": m.used}

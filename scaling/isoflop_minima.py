@@ -2,11 +2,12 @@
 
 "Inside" is read from the data: a budget enters the power-law fit when its lowest measured
 loss is at an interior size and the losses around it curve up (`isoflop_local.Local
-.convex_RxK`), whatever a fitted curve says, or when a fit that passed the lack-of-fit check puts its minimum inside the sizes; any
-other budget is dropped with advice to add smaller (larger) models when its lowest loss is
-at its smallest (largest) size, the side where the data put the minimum. A method whose minimum
-for a kept budget falls outside its sizes (a curve that does not describe that budget) gets
-the local estimate for that budget, with a warning naming it.
+.convex_RxK`), whatever a fitted curve says, or when a fit that passed the lack-of-fit
+check puts its minimum inside the sizes. Any other budget is dropped, with advice to add
+smaller (larger) models when its lowest loss is at its smallest (largest) size: the side
+where the data put the minimum. A method whose minimum for a kept budget falls outside its
+sizes (a curve that does not describe that budget) gets the local estimate for that budget,
+with a warning naming it.
 
 The method ("auto" by default):
 * "local": `isoflop_local`, each budget's minimum from the runs near it;
@@ -39,10 +40,12 @@ import dataclasses
 
 import numpy as np
 
-from chinchax.scaling import isoflop, isoflop_local, lack_of_fit
+from chinchax.scaling import isoflop_budgets as budgets
+from chinchax.scaling import isoflop_local, isoflop_resample, lack_of_fit
 from chinchax.errors import UserError
 from chinchax.scaling.runs import Runs, budget_groups
 
+METHODS = ("auto", "local", "vp", "vp_levels", "parabola")
 AGREE_Z = 2.0  # |a_vp − a_local| in standard deviations of the difference
 AGREE_RESAMPLES = 200
 NAMES = {"vp": "the joint profile fit (vp)", "vp_levels": "the joint profile fit (vp_levels)",
@@ -51,12 +54,12 @@ NAMES = {"vp": "the joint profile fit (vp)", "vp_levels": "the joint profile fit
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Minima:
-  bud: isoflop.Budgets
+  bud: budgets.Budgets
   y_n: np.ndarray
   loc: isoflop_local.Local  # one row: the data's losses
   asked: str
   used: str  # the method whose minima are read ("local" after a fallback)
-  est: isoflop.Estimate  # of `used`
+  est: budgets.Estimate  # of `used`
   log_N_star_K: np.ndarray  # `used`'s minima, the local ones where it had none inside
   L_star_K: np.ndarray
   keep_K: np.ndarray  # the data's lowest loss is at an interior size
@@ -66,36 +69,7 @@ class Minima:
   messages: tuple[str, ...]  # every warning, the dropped budgets' first
 
 
-def combine(bud: isoflop.Budgets, est: isoflop.Estimate, loc: isoflop_local.Local):
-  """(log N*, L*, keep, local) per row and budget: est's minima, loc's where est has none
-  strictly inside the sizes; keep where the data's lowest loss is interior or est's minimum
-  is inside the sizes (a fit that passed the lack-of-fit check can place a minimum between
-  the lowest-loss size at an end and its neighbour)."""
-  data_in = loc.convex_RxK
-  method_in = isoflop.inside(bud, est)
-  keep = data_in | method_in
-  use_local = data_in & ~method_in
-  x = np.where(use_local, loc.log_N_star_RxK, est.log_N_star_RxK)
-  L = np.where(use_local, loc.L_star_RxK, est.L_star_RxK)
-  return x, L, keep, use_local
-
-
-def local_estimate(bud: isoflop.Budgets, Y_Rxn: np.ndarray, loc=None) -> isoflop.Estimate:
-  loc = loc if loc is not None else isoflop_local.fit(bud.log_N_n, bud.budget_n, len(bud.C_K),
-                                                      Y_Rxn)
-  return isoflop.Estimate(loc.log_N_star_RxK, loc.L_star_RxK, loc.convex_RxK, None,
-                          loc.coef_RxKx3)
-
-
-def estimate(bud: isoflop.Budgets, Y_Rxn: np.ndarray, method: str):
-  """(Estimate of `method`, Local) for each row of losses; method "local" or a fit's."""
-  loc = isoflop_local.fit(bud.log_N_n, bud.budget_n, len(bud.C_K), Y_Rxn)
-  if method == "local":
-    return local_estimate(bud, Y_Rxn, loc), loc
-  return isoflop.estimate(bud, Y_Rxn, method), loc
-
-
-def fitted(bud: isoflop.Budgets, est: isoflop.Estimate) -> np.ndarray:
+def fitted(bud: budgets.Budgets, est: budgets.Estimate) -> np.ndarray:
   """(n,) the method's fitted loss at every run of the screened budgets (first row)."""
   if est.vp is not None:
     return est.vp.fitted_Rxn[0]
@@ -109,36 +83,33 @@ def _spread(a_R: np.ndarray) -> float:
   return float(hi - lo) / 2
 
 
-def _agreement(runs: Runs, bud, est_m, loc, y) -> dict | None:
+def _agreement(bud, est_m, loc, y) -> dict | None:
   """Do est_m's a and the local estimate's a agree, over the budgets whose lowest loss is
   inside? z = |difference| / sqrt(sd_m² + sd_local²), each sd from its own parametric
   bootstrap; None where the local fits cannot tell."""
-  from chinchax.scaling import isoflop_bootstrap  # pylint: disable=g-import-not-at-top (cycle)
   data_in = loc.convex_RxK[0]
   vp = est_m.vp
-  if data_in.sum() < 2 or not np.isfinite(loc.sigma_R[0]) or vp is None:
+  n, p = len(y), bud.design("vp").n_params
+  if data_in.sum() < 2 or not np.isfinite(loc.sigma_R[0]) or vp is None or n <= p:
     return None
-  a_m = float(isoflop.power_laws(bud, est_m.log_N_star_RxK, data_in)[0][0])
-  a_local = float(isoflop.power_laws(bud, loc.log_N_star_RxK, data_in)[0][0])
+  a_m = float(budgets.power_laws(bud, est_m.log_N_star_RxK, data_in)[0][0])
+  a_local = float(budgets.power_laws(bud, loc.log_N_star_RxK, data_in)[0][0])
   try:
-    boot = isoflop_bootstrap.bootstrap_isoflop(runs, n_resamples=AGREE_RESAMPLES, seed=0,
-                                               method="local")
+    local = isoflop_resample.local_noise(loc, y)
   except UserError:
     return None
-  n, p = len(y), bud.design("vp").n_params
-  if boot["n_failed"] > AGREE_RESAMPLES // 2 or n <= p:
+  a_local_S, failed = isoflop_resample.draws(bud, local, "local", AGREE_RESAMPLES, 0)
+  if failed > AGREE_RESAMPLES // 2:
     return None
-  rng = np.random.default_rng(0)
-  Y = vp.fitted_Rxn[0] + np.sqrt(vp.rss_R[0] / (n - p)) * rng.standard_normal(
-      (AGREE_RESAMPLES, n))
-  a_R = isoflop.power_laws(bud, isoflop.estimate(bud, Y, "vp").log_N_star_RxK, data_in)[0]
-  sd = float(np.hypot(_spread(a_R), _spread(boot["a"])))
+  model = (vp.fitted_Rxn[0], np.ones(n, bool), float(np.sqrt(vp.rss_R[0] / (n - p))), n - p)
+  a_m_S, _ = isoflop_resample.draws(bud, model, "vp", AGREE_RESAMPLES, 0, keep=data_in)
+  sd = float(np.hypot(_spread(a_m_S[0]), _spread(a_local_S[0])))
   z = abs(a_m - a_local) / sd if sd > 0 else 0.0
   return {"a": a_m, "a_local": a_local, "sd": sd, "z": float(z), "limit": AGREE_Z,
           "agrees": bool(z <= AGREE_Z)}
 
 
-def _edge_line(bud: isoflop.Budgets, runs: Runs, k: int, edge: int) -> str:
+def _edge_line(bud: budgets.Budgets, runs: Runs, k: int, edge: int) -> str:
   sel = bud.idx_n[bud.budget_n == k]
   if edge == 0:
     j = sel[np.argmin(runs.loss[sel])]
@@ -155,22 +126,22 @@ def _edge_line(bud: isoflop.Budgets, runs: Runs, k: int, edge: int) -> str:
 
 def read(runs: Runs, method: str = "auto") -> Minima:
   """Every budget's minimum by `method`, as the module docstring says."""
-  if method not in isoflop.METHODS:
+  if method not in METHODS:
     raise UserError(f"Approach 2: unknown method {method!r}; use one of "
-                    f"{', '.join(isoflop.METHODS)}")
+                    f"{', '.join(METHODS)}")
   groups = budget_groups(runs)
-  bud, dropped = isoflop.screen(runs, groups, runs.loss)
+  bud, dropped = budgets.screen(runs, groups, runs.loss)
   if len(bud.C_K) < 2:
-    raise isoflop.too_few(len(bud.C_K), len(groups), dropped)
+    raise budgets.too_few(len(bud.C_K), len(groups), dropped)
   y = runs.loss[bud.idx_n]
   loc, sigma = lack_of_fit.noise(bud, y)
   edge = loc.edge_RxK[0]
   target = "vp" if method == "auto" else method
   messages, record, used = [], None, target
-  est = local_estimate(bud, y[None], loc)
+  est = isoflop_resample.local_estimate(bud, y[None], loc)
   if target != "local":
     fit_method = target
-    est_m = isoflop.estimate(bud, y[None], fit_method)
+    est_m = budgets.estimate(bud, y[None], fit_method)
     has_fit = est_m.vp is None or bool(est_m.vp.ok_R[0])
     in_window = np.isfinite(loc.fitted_Rxn[0])
     if has_fit:
@@ -178,7 +149,7 @@ def read(runs: Runs, method: str = "auto") -> Minima:
                                  D_n=runs.D[bud.idx_n], in_window_n=in_window, loss_n=y)
     agrees = True
     if has_fit and record["fits"] and method == "auto":
-      record["agreement"] = _agreement(runs, bud, est_m, loc, y)
+      record["agreement"] = _agreement(bud, est_m, loc, y)
       agrees = (record["agreement"] or {}).get("agrees", True)
       if not agrees:
         g = record["agreement"]
@@ -204,10 +175,10 @@ def read(runs: Runs, method: str = "auto") -> Minima:
       messages.append(f"{NAMES[fit_method]} has no minimum in every budget; the local "
                       "estimate (each budget's minimum from the runs near it) is used instead")
       used = "local"
-  x, L, keep, use_local = (v[0] for v in combine(bud, est, loc))
+  x, L, keep, use_local = (v[0] for v in isoflop_resample.combine(bud, est, loc))
   dropped += [_edge_line(bud, runs, k, edge[k]) for k in np.flatnonzero(~keep)]
   if keep.sum() < 2:
-    raise isoflop.too_few(int(keep.sum()), len(groups), dropped)
+    raise budgets.too_few(int(keep.sum()), len(groups), dropped)
   if used != "local":
     for k in np.flatnonzero(use_local):
       messages.append(

@@ -11,7 +11,7 @@ import pytest
 
 import chinchax
 from chinchax.errors import UserError
-from chinchax.scaling import fit_pipeline, isoflop, isoflop_bootstrap, isoflop_minima
+from chinchax.scaling import isoflop, isoflop_bootstrap, isoflop_budgets
 from chinchax.scaling import law_build
 from chinchax.scaling.runs import budget_groups, make_runs
 from tests.helpers import truths
@@ -116,7 +116,7 @@ def test_a_budget_whose_lowest_loss_is_inside_is_never_dropped(monkeypatch):
     x[:, 0] = bud.x_lo_K[0] - 1.0
     return dataclasses.replace(est, log_N_star_RxK=x)
 
-  monkeypatch.setattr(isoflop, "estimate", low_first)
+  monkeypatch.setattr(isoflop_budgets, "estimate", low_first)
   fit, caught = _quiet(isoflop.fit_isoflop, runs, "vp")
   assert len(fit.budgets) == len(synthetic.BUDGETS) and not fit.dropped
   assert any("budget C=1e+18: the joint profile fit (vp) puts its minimum outside" in w
