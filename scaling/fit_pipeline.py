@@ -12,6 +12,11 @@ Runs that repeat data (D > U, scaling.runs) are left out of Approaches 1-3 and f
 data-constrained law (scaling.dc_fit) together with the rest, on the base law of a given
 law.json (`base_law`) or jointly from Approach 3's.
 
+Approach 2 places its minima by `Options.approach2_method` (scaling.isoflop_minima); it and
+Approach 3 carry a lack-of-fit record (`lack_of_fit`: their residuals against the noise the
+local fits measure) and warn when they do not fit. Every interval holds its estimate
+(law_build.holding), with a warning when the bootstrap's own did not.
+
 Warnings: each approach's own (its entry's `warnings`) and the fit's (too few runs, a poorly
 determined Approach 3, dropped bootstrap refits, disagreement, the data-constrained fit's)
 all reach law.json's top-level `warnings`, each approach's prefixed with its name. First
