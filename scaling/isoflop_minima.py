@@ -29,8 +29,8 @@ estimate is used unchecked, and its lack-of-fit record says so.
 What neither test can see: on the synthetic truths of constant-LR runs and of a broken
 power law (tests/helpers/truths.py) without diverged runs, vp's residuals are 1.1-1.4x the
 noise and its a is off by 0.004-0.007, about one sd of the local estimate, so the paired
-test rarely rejects it, and its 90% interval held the truth in 24-60 of 100 sweeps
-(bench/approach2_coverage.py --diverged=0) where the local estimate's held it in most.
+test rarely rejects it: the default's 90% interval held the truth in 24 and 62 of 100
+sweeps, the local estimate's in 86 and 95 (bench/approach2_coverage.py --diverged=0).
 Where profiles may not be of the law's shape, ask for "local". Asked for explicitly, a
 method gets the lack-of-fit check only (the user chose).
 """
