@@ -8,8 +8,9 @@ budgets,
 
 Methods for N* (`METHODS`), each budget's minimum read as `scaling.isoflop_minima` says:
 
-* "auto" (default): "local" where the local fits measure the noise (a budget with more than
-  3 sizes near its minimum), else "vp".
+* "auto" (default): "local" where every budget's lowest loss is inside; else "vp" when it
+  fits the runs (the lack-of-fit check, `scaling.lack_of_fit`, and agreement with the local
+  estimate), else "local".
 * "local": each budget's minimum from the runs near its lowest loss, a robust parabola in
   log N over the sizes within a factor 4 of it (`scaling.isoflop_local`).
 * "vp", "vp_levels": every budget's profile as the law implies it,

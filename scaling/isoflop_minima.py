@@ -14,25 +14,27 @@ The method ("auto" by default):
 * "vp", "vp_levels", "parabola": that fit, checked for lack of fit (`lack_of_fit`): when its
   residuals are more than lack_of_fit.RATIO times the noise local fits measure, a warning
   names the likely cause and the local estimate is used instead;
-* "auto": "vp" when it fits, both by the lack-of-fit check and in what matters: over the
-  budgets whose lowest loss is inside, its a minus the local estimate's a lies in the
-  central AGREE_LEVEL = 99% of that difference on loss vectors drawn from vp's own fit and
-  noise (both estimators on each: the null is paired, and it carries the local estimate's
-  own bias on that grid); else "local". The joint fit pools the profile's shape over
-  budgets, so where it fits its minima are the most precise (on the smoke sweep's design, 5
-  sizes per budget with minima near the ends, it keeps every budget where the local
-  estimate drops those whose lowest loss is at an end; at 95% one of 20 noisy copies of
-  that design switched to the local estimate, whose interval of a was 0.38 wide).
+* "auto": "local" where every budget's lowest loss is inside (and the local fits measure
+  the noise). Where some budget holds its lowest loss at an end, the joint fit can still
+  place that budget's minimum, so "vp" is read when it fits: by the lack-of-fit check, and
+  in what matters, its a minus the local estimate's a (over the budgets whose lowest loss is
+  inside) in the central AGREE_LEVEL = 99% of that difference on loss vectors drawn from
+  vp's own fit and noise (both estimators on each: the null is paired, and it carries the
+  local estimate's own bias on that grid); else "local". On the smoke sweep's design (5
+  sizes per budget, minima near the ends) that keeps every budget where the local estimate
+  drops those whose lowest loss is at an end; at 95% one of 20 noisy copies switched to the
+  local estimate, whose interval of a was 0.38 wide.
 Where no local window has more than three sizes nothing measures the noise: the method's
 estimate is used unchecked, and its lack-of-fit record says so.
 
-What neither test can see: on the synthetic truths of constant-LR runs and of a broken
+Why local wherever it can: on the synthetic truths of constant-LR runs and of a broken
 power law (tests/helpers/truths.py) without diverged runs, vp's residuals are 1.1-1.4x the
-noise and its a is off by 0.004-0.007, about one sd of the local estimate, so the paired
-test rarely rejects it: the default's 90% interval held the truth in 24 and 62 of 100
-sweeps, the local estimate's in 86 and 95 (bench/approach2_coverage.py --diverged=0).
-Where profiles may not be of the law's shape, ask for "local". Asked for explicitly, a
-method gets the lack-of-fit check only (the user chose).
+noise and its a is off by 0.004-0.007, about one sd of the local estimate, so no check
+rejects it: read whenever it fitted, its 90% interval held the truth in 24 and 62 of 100
+sweeps, the local estimate's in 86 and 95 (bench/approach2_coverage.py --diverged=0). The
+price in the family itself: the local estimate's sd of a is 1-2x vp's, and on coarse grids
+of strongly asymmetric profiles it is biased by up to 0.007. Asked for explicitly, a method
+gets the lack-of-fit check only (the user chose).
 """
 
 from __future__ import annotations
@@ -137,7 +139,9 @@ def read(runs: Runs, method: str = "auto") -> Minima:
   y = runs.loss[bud.idx_n]
   loc, sigma = lack_of_fit.noise(bud, y)
   edge = loc.edge_RxK[0]
-  target = "vp" if method == "auto" else method
+  target = method
+  if method == "auto":  # vp only where it adds what local cannot: a minimum near an end
+    target = "local" if np.isfinite(sigma) and loc.convex_RxK[0].all() else "vp"
   messages, record, used = [], None, target
   est = isoflop_resample.local_estimate(bud, y[None], loc)
   if target != "local":
