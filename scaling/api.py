@@ -76,7 +76,8 @@ def fit_detailed(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.
                  seed: int = 0, delta: float = parametric.DEFAULT_DELTA,
                  params_convention: str = "total", flops_convention: str = "6ND",
                  schedule: str = "all", base_law=None, out: str | None = None,
-                 plots: str | None = None, log: Callable[[str], None] | None = None
+                 plots: str | None = None, log: Callable[[str], None] | None = None,
+                 approach2_method: str = "auto"
                  ) -> tuple[ScalingLaw, runs_lib.Runs, list[str]]:
   """`fit`, returning (law, the runs read, the files written)."""
   base = None
@@ -84,7 +85,8 @@ def fit_detailed(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.
     base = as_law(base_law)
   options = fit_pipeline.Options(
       approaches=_approaches(approaches), bootstrap=bootstrap, ci=ci, seed=seed, delta=delta,
-      base_law=base, base_source=base.source if base is not None else "")
+      base_law=base, base_source=base.source if base is not None else "",
+      approach2_method=approach2_method)
   fit_pipeline.check_options(options)
   _check_outputs(runs, out, plots)
   runs = as_runs(runs, params_convention=params_convention, flops_convention=flops_convention,
@@ -126,7 +128,7 @@ def fit(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.9, seed: 
         delta: float = parametric.DEFAULT_DELTA, params_convention: str = "total",
         flops_convention: str = "6ND", schedule: str = "all", base_law=None,
         out: str | None = None, plots: str | None = None,
-        log: Callable[[str], None] | None = None) -> ScalingLaw:
+        log: Callable[[str], None] | None = None, approach2_method: str = "auto") -> ScalingLaw:
   """Fit scaling laws to runs; the law object of law.json (what `chinchax fit` writes).
 
   runs: a sweep workdir, runs.jsonl or CSV path (or several), a `Runs`, or a mapping of
@@ -138,13 +140,16 @@ def fit(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.9, seed: 
   base_law: a law (path, dict, ScalingLaw, preset name) whose E, A, B, alpha, beta the
     data-constrained fit holds fixed (runs with a unique-tokens column U); None: joint.
   out: write law.json there; plots: write the figures into that folder.
+  approach2_method: how Approach 2 places each budget's minimum: "auto" (the joint profile
+    fit when it passes the lack-of-fit check, else "local"), "local", "vp", "vp_levels",
+    "parabola" (each checked for lack of fit, falling back to "local"); scaling.isoflop.
   Returns the ScalingLaw: `.approaches`, `.warnings`, `.recommended`, `.data_constrained`,
   `.optimum(C)`, `.interval(...)`, and `.predict(N, D)` when it predicts losses.
   """
   return fit_detailed(runs, approaches=approaches, bootstrap=bootstrap, ci=ci, seed=seed,
                       delta=delta, params_convention=params_convention,
                       flops_convention=flops_convention, schedule=schedule, base_law=base_law,
-                      out=out, plots=plots, log=log)[0]
+                      out=out, plots=plots, log=log, approach2_method=approach2_method)[0]
 
 
 def plan(law, *, flops: float | None = None, params: float | None = None,

@@ -108,8 +108,10 @@ def backtest(runs: Runs, refits: Mapping[str, Refit]) -> dict[str, Any] | None:
   return {"fitted": [C_K[0], C_K[-1]], "budgets": len(groups), "holdouts": holdouts}
 
 
-def refits(approaches: Sequence[str], delta: float) -> dict[str, Refit]:
-  """The point fit of each approach, as the pipeline fits it, for `backtest`."""
+def refits(approaches: Sequence[str], delta: float,
+           approach2_method: str = "auto") -> dict[str, Refit]:
+  """The point fit of each approach, as the pipeline fits it (Approach 2 by the method the
+  fit used), for `backtest`."""
   def three(r: Runs):
     f = parametric.fit_parametric(r.N, r.D, r.loss, delta=delta)
     th = np.array([f.E, f.A, f.B, f.alpha, f.beta])
@@ -123,6 +125,7 @@ def refits(approaches: Sequence[str], delta: float) -> dict[str, Refit]:
       return lambda C: (float(f.N_star(C)), None)
     return refit
 
-  every = {"3": three, "2": allocation(isoflop.fit_isoflop),
+  every = {"3": three,
+           "2": allocation(lambda r: isoflop.fit_isoflop(r, method=approach2_method)),
            "1": allocation(envelope.fit_envelope)}
   return {k: every[k] for k in approaches}

@@ -1,10 +1,9 @@
 """The fit of a set of runs: every approach asked for, their intervals and warnings, the
 approaches' agreement, the recommendation, the data-constrained law, and law.json's dict.
 
-Which approaches run: by default every approach the data support (Approach 1 needs loss
-curves or runs of one N at several D, Approach 2 at least two IsoFLOP budgets, Approach 3 at
-least 5 runs); one that cannot run is skipped with a note. Asked for explicitly, an approach
-that cannot run is a UserError. The law written is the recommended approach's
+Which approaches run: by default every one the data support (Approach 1 needs loss curves
+or runs of one N at several D, Approach 2 two IsoFLOP budgets, Approach 3 5 runs), the others
+skipped with a note; asked for explicitly, one that cannot run is a UserError. The law written is the recommended approach's
 (scaling.caveats): Approach 3's parametric law when it is well determined, else the
 allocation law of Approach 2 (or 1). Asked for exactly one approach, the law is that one's.
 
@@ -13,11 +12,14 @@ data-constrained law (scaling.dc_two_stage) together with the rest: R_D*, R_N* o
 law of a given law.json (`base_law`), else on a base law fitted first to the runs that
 neither repeat data nor exceed N*(U).
 
-Warnings: each approach's own (its entry's `warnings`) and the fit's (too few runs, a poorly
-determined Approach 3, dropped bootstrap refits, disagreement, the data-constrained fit's)
-all reach law.json's top-level `warnings`, each approach's prefixed with its name. First
-among them, the data's own (scaling.data_checks: N and D that look swapped, duplicate rows,
-unfinished runs, budgets that disagree with C).
+Approach 2 places its minima by `Options.approach2_method` (scaling.isoflop_minima); it and
+Approach 3 carry a lack-of-fit record (`lack_of_fit`: their residuals against the noise the
+local fits measure) and warn when they do not fit. Every interval holds its estimate
+(law_build.holding), with a warning when the bootstrap's own did not.
+
+Warnings: the data's own first (scaling.data_checks), then each approach's (prefixed with
+its name) and the fit's (a poorly determined Approach 3, dropped refits, disagreement, the
+data-constrained fit's), all in law.json's top-level `warnings`.
 """
 
 import dataclasses
@@ -35,6 +37,7 @@ from chinchax.scaling import data_checks
 from chinchax.scaling import dc_two_stage
 from chinchax.scaling import envelope, isoflop, isoflop_bootstrap, parametric, power
 from chinchax.scaling import law_build
+from chinchax.scaling import fit_checks
 from chinchax.errors import UserError
 from chinchax.scaling.law import ScalingLaw
 from chinchax.scaling.runs import Runs
@@ -52,6 +55,7 @@ class Options:
   delta: float = parametric.DEFAULT_DELTA
   base_law: ScalingLaw | None = None
   base_source: str = ""
+  approach2_method: str = "auto"  # scaling.isoflop.METHODS
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -76,6 +80,9 @@ def check_options(o: Options) -> None:
     raise UserError(f"delta must be a positive number, got {o.delta!r}")
   if o.approaches is not None and (not o.approaches or set(o.approaches) - set(APPROACHES)):
     raise UserError(f"approaches must be a non-empty subset of 1, 2, 3; got {o.approaches!r}")
+  if o.approach2_method not in isoflop.METHODS:
+    raise UserError(f"approach2_method must be one of {', '.join(isoflop.METHODS)}; got "
+                    f"{o.approach2_method!r}")
   if o.base_law is not None and not o.base_law.predicts_loss:
     raise UserError("the base law must be a parametric law (Approach 3: E, A, B, alpha, "
                     f"beta); {o.base_law.source or 'the one given'} is an allocation law")
@@ -93,9 +100,11 @@ def _unique(items) -> list[str]:
   return list(dict.fromkeys(str(i) for i in items))
 
 
-def _interval_block(draws: dict[str, np.ndarray], names, level) -> dict:
+def _interval_block(draws: dict[str, np.ndarray], names, level, entry) -> dict:
+  """Percentile intervals, each widened to hold its estimate (`fit_checks.holding`)."""
   return {"level": float(level),
-          **{k: law_build.quantiles(draws[k], level) for k in names if len(draws[k])}}
+          **{k: fit_checks.holding(law_build.quantiles(draws[k], level), entry.get(k))
+             for k in names if len(draws[k])}}
 
 
 def _approach3(runs: Runs, o: Options, log) -> tuple[dict, Any, np.ndarray | None]:
@@ -126,7 +135,12 @@ def _approach3(runs: Runs, o: Options, log) -> tuple[dict, Any, np.ndarray | Non
       P = power.from_theta(samples)
       columns = {**dict(zip(("E", "A", "B", "alpha", "beta"), samples.T)),
                  **dict(zip(power.NAMES, P.T))}
-      entry["ci"] = _interval_block(columns, ("E", "A", "B", "alpha", "beta", "a", "b"), o.ci)
+      entry["ci"] = _interval_block(columns, ("E", "A", "B", "alpha", "beta", "a", "b"), o.ci,
+                                    entry)
+      entry["warnings"] += fit_checks.shifted(entry, columns, o.ci)
+  entry["lack_of_fit"] = fit_checks.approach3(runs, fit3)
+  if (entry["lack_of_fit"] or {}).get("fits") is False:
+    entry["warnings"].append(fit_checks.approach3_message(entry["lack_of_fit"]))
   entry["problems"] = caveats.approach3_problems(entry, len(runs))
   return entry, fit3, samples
 
@@ -135,19 +149,20 @@ def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict
   """Approach 1 or 2: the fit's dict, its interval of a and b, and its warnings."""
   fit_fn, boot_fn = {"2": (isoflop.fit_isoflop, isoflop_bootstrap.bootstrap_isoflop),
                      "1": (envelope.fit_envelope, envelope.bootstrap_envelope)}[name]
-  fit, caught = _quiet(fit_fn, runs)
+  kw = {"method": o.approach2_method} if name == "2" else {}
+  fit, caught = _quiet(fit_fn, runs, **kw)
   entry = fit.to_dict()
   entry["warnings"] = _unique([*getattr(fit, "dropped", ()), *getattr(fit, "warnings", ()),
-                               *caught])
+                               *fit_checks.unprefixed(caught, name)])
   entry["ci"], entry["bootstrap"], draws = None, None, None
   if o.bootstrap:
     log(f"bootstrap: {o.bootstrap} resamples of Approach {name} ...")
     try:
-      boot, caught = _quiet(boot_fn, runs, n_resamples=o.bootstrap, seed=o.seed)
+      boot, caught = _quiet(boot_fn, runs, n_resamples=o.bootstrap, seed=o.seed, **kw)
     except UserError as e:
       entry["warnings"].append(f"no interval: {e}")
       return entry, fit, None
-    entry["warnings"] = _unique([*entry["warnings"], *caught])
+    entry["warnings"] = _unique([*entry["warnings"], *fit_checks.unprefixed(caught, name)])
     failed, n = int(boot["n_failed"]), int(boot["n_resamples"])
     entry["bootstrap"] = {"kind": boot.get("kind", {"2": "residual", "1": "curves"}[name]),
                           "n_resamples": n, "dropped": failed, "seed": o.seed}
@@ -161,7 +176,8 @@ def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict
         entry["warnings"].append(f"{failed} of {n} bootstrap resamples could not be fitted "
                                  "and were left out of the interval")
       draws = {k: np.asarray(boot[k], np.float64) for k in power.NAMES}
-      entry["ci"] = _interval_block(draws, power.NAMES, o.ci)
+      entry["ci"] = _interval_block(draws, power.NAMES, o.ci, entry)
+      entry["warnings"] += fit_checks.shifted(entry, draws, o.ci)
   return entry, fit, draws
 
 
@@ -206,7 +222,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   bt = None
   if entries:
     log("backtest: refitting without the largest budgets ...")
-    bt = backtest.backtest(runs, backtest.refits(sorted(entries), o.delta))
+    bt = backtest.backtest(runs, backtest.refits(sorted(entries), o.delta, o.approach2_method))
     for k in entries:
       entries[k]["backtest"] = backtest_doc.miss(bt, k)
   for k in sorted(entries):

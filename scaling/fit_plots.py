@@ -58,4 +58,6 @@ def _residuals(fitted: Fitted):
     row = np.flatnonzero(np.isclose(fit.budgets, budget_C(runs, idx), rtol=1e-9))
     if row.size:
       r[idx] = runs.loss[idx] - fit.profile_loss(row[0], runs.N[idx])
+      lo, hi = fit.profiles[row[0]].get("window", (0, np.inf))  # a local fit: its runs only
+      r[idx[(runs.N[idx] < lo * (1 - 1e-9)) | (runs.N[idx] > hi * (1 + 1e-9))]] = np.nan
   return r, "Residuals of Approach 2's IsoFLOP profiles"

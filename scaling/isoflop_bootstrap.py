@@ -1,25 +1,35 @@
-"""Intervals of Approach 2: a parametric bootstrap that works with 3 sizes per budget.
+"""Intervals of Approach 2: a parametric bootstrap from the fit whose minima were read.
 
 The sizes of a budget are a design, not a sample, so every resample keeps them and draws
-new losses: the joint profile fit's values (`scaling.isoflop_vp`, method "vp" when the
-estimate is the parabola) plus Gaussian noise of the pooled residual standard deviation,
+new losses: the fitted values of the method the estimate came from (`isoflop_minima.Minima
+.used`, after any fallback) plus Gaussian noise of that fit's pooled residual standard
+deviation, and refits each resample by that same method. So an interval is its own
+estimator's: a parabola's from the parabola, a local estimate's from the local fits.
 
-    sigma² = RSS / (n − p),
+* "local": the window parabolas at the runs they fitted, and the observed loss elsewhere
+  (runs far from a minimum only decide where the window falls); sigma the noise the local
+  fits measure (`isoflop_local`), with its degrees of freedom. A run the local fits rejected
+  keeps its loss in every resample (it stays an outlier, as in the data).
+* "vp", "vp_levels": the profile fit's values; sigma² = RSS / (n − p), n runs in the
+  screened budgets, p the profile fit's parameters (K + 4 with a shared level, 2K + 3 with
+  free levels). Pooling over budgets is what makes 3-size budgets work: the joint fit of K
+  budgets of 3 sizes leaves 2K − 4 degrees of freedom.
+* "parabola": each budget's parabola over its sizes, sigma² = RSS / (n − 3K); with 3 sizes
+  per budget nothing is left, and the profile fit's values and noise stand in.
 
-n runs in the screened budgets, p the profile fit's parameters (K + 4 with a shared level,
-2K + 3 with free levels). Pooling over budgets is what makes 3-size budgets work: a parabola
-through 3 sizes leaves no residual, but the joint fit of K budgets of 3 sizes leaves 2K − 4.
-With so few degrees of freedom sigma itself is uncertain, so each resample draws its own
-noise level, sigma_r² = sigma²·dof/chi²_dof (its scaled inverse-chi² distribution given
-the residuals): for an estimate linear in the losses that makes the percentile interval the
-exact Student-t interval. On 200 noisy sweeps of 5 budgets of 3 sizes (dof = 6, alpha/beta
-= 0.7/0.35, drifting grid) the 90% interval of a held the truth in 176 with drawn noise
-levels and in 168 with sigma fixed (tests/scaling/test_isoflop_vp.py). Each resample is
-refitted by the estimator being bootstrapped, all resamples at once.
+These fits passed the lack-of-fit check (a method that failed it was replaced by the local
+estimate), so the noise is drawn from a model that fits. With few degrees of freedom sigma
+itself is uncertain, so each resample draws its own noise level, sigma_r² =
+sigma²·dof/chi²_dof (its scaled inverse-chi² distribution given the residuals): for an
+estimate linear in the losses that makes the percentile interval the exact Student-t
+interval. On 200 noisy sweeps of 5 budgets of 3 sizes (dof = 6, alpha/beta = 0.7/0.35,
+drifting grid) the 90% interval of a held the truth in 176 with drawn noise levels and in
+168 with sigma fixed (tests/scaling/test_isoflop_vp.py).
 
-Each resample is read as the data were: a budget enters the power-law fit only when its
-minimum lies strictly inside its sampled sizes (`isoflop.inside`), so a resample may keep a
-budget the data dropped, or drop one the data kept. Extrapolating a resample's minimum out
+Each resample is read as the data were (`isoflop_minima.combine`): a budget enters the
+power-law fit only when the resample's lowest loss is at an interior size, and the local
+estimate stands in where the method's minimum falls outside the sizes; so a resample may
+keep a budget the data dropped, or drop one the data kept. Extrapolating a resample's minimum out
 of its sizes instead gives a budget whose profile is flat at one end a minimum anywhere
 beyond it. Over 200 noisy sweeps of the smoke's design with a known law (6 budgets of 5
 sizes, 0.4% noise; the estimate of a has sd 0.041), extrapolated minima made 57 of the 90%
@@ -32,35 +42,27 @@ inside their sizes.
 
 import numpy as np
 
-from chinchax.scaling import isoflop, isoflop_vp
+from chinchax.scaling import isoflop_minima, isoflop_resample, isoflop_vp
 from chinchax.errors import UserError
-from chinchax.scaling.runs import Runs, budget_groups
+from chinchax.scaling.runs import Runs
 
-KIND = "parametric"  # fitted profiles plus pooled Gaussian noise, sizes kept
+KIND = "parametric"  # the fit's values plus pooled Gaussian noise, sizes kept
 CHUNK = 500  # resamples per batch: bounds the (resamples, runs, parameters) temporaries
 
 
-def bootstrap_isoflop(runs: Runs, n_resamples: int = 1000, seed: int = 0,
-                      method: str = "vp") -> dict:
-  """Samples of a, b, log_kN, log_kD of Approach 2 by the parametric bootstrap above."""
-  if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or (
-      n_resamples < 1):
-    raise UserError(f"bootstrap: n_resamples must be a positive integer, got {n_resamples!r}")
-  if method not in isoflop.METHODS:
-    raise UserError(f"Approach 2: unknown method {method!r}; use one of "
-                    f"{', '.join(isoflop.METHODS)}")
-  groups = budget_groups(runs)
-  bud, dropped = isoflop.screen(runs, groups, runs.loss)
-  if len(bud.C_K) < 2:
-    raise isoflop.too_few(len(bud.C_K), len(groups), dropped)
-  y = runs.loss[bud.idx_n]
-  est = isoflop.estimate(bud, y[None], method)
-  keep = isoflop.inside(bud, est)[0]
-  if keep.sum() < 2:
-    raise isoflop.too_few(int(keep.sum()), len(groups), dropped)
-  design = bud.design(method if method != "parabola" else "vp")
-  model = est.vp if est.vp is not None else isoflop_vp.fit(design, y[None])
-  n, p = len(y), design.n_params
+def _noise_model(m) -> tuple[np.ndarray, np.ndarray, float, int]:
+  """(mean losses, which runs get noise, sigma, dof) of the fit m's minima came from."""
+  bud, y = m.bud, m.y_n
+  n = len(y)
+  if m.used == "local":
+    return isoflop_resample.local_noise(m.loc, y)
+  if m.used == "parabola" and n > 3 * len(bud.C_K):
+    r = y - isoflop_minima.fitted(bud, m.est)
+    dof = n - 3 * len(bud.C_K)
+    return y - r, np.ones(n, bool), float(np.sqrt(r @ r / dof)), dof
+  design = bud.design(m.used if m.used != "parabola" else "vp")
+  model = m.est.vp if m.est.vp is not None else isoflop_vp.fit(design, y[None])
+  p = design.n_params
   if n <= p:
     raise UserError(
         f"Approach 2's bootstrap needs more runs than the profile fit has parameters: "
@@ -69,19 +71,19 @@ def bootstrap_isoflop(runs: Runs, n_resamples: int = 1000, seed: int = 0,
   if not model.ok_R[0]:
     raise UserError("Approach 2's bootstrap needs the profile fit as its noise model, and "
                     "no profile of the law's form fits these budgets")
-  sigma = float(np.sqrt(model.rss_R[0] / (n - p)))
-  rng = np.random.default_rng(seed)
-  columns, n_failed = [], 0
-  for start in range(0, n_resamples, CHUNK):
-    R = min(CHUNK, n_resamples - start)
-    sigma_R = sigma * np.sqrt((n - p) / rng.chisquare(n - p, size=R))
-    Y = model.fitted_Rxn[0] + sigma_R[:, None] * rng.standard_normal((R, n))
-    boot = isoflop.estimate(bud, Y, method)
-    kept_RxK = isoflop.inside(bud, boot)  # the estimator's own rule, applied to each resample
-    ok = kept_RxK.sum(axis=1) >= 2
-    n_failed += int(R - ok.sum())
-    columns.append(np.stack(isoflop.power_laws(bud, boot.log_N_star_RxK[ok], kept_RxK[ok])))
-  a, log_kN, b, log_kD = np.concatenate(columns, axis=1)
+  return model.fitted_Rxn[0], np.ones(n, bool), float(np.sqrt(model.rss_R[0] / (n - p))), n - p
+
+
+def bootstrap_isoflop(runs: Runs, n_resamples: int = 1000, seed: int = 0,
+                      method: str = "auto") -> dict:
+  """Samples of a, b, log_kN, log_kD of Approach 2 by the parametric bootstrap above."""
+  if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or (
+      n_resamples < 1):
+    raise UserError(f"bootstrap: n_resamples must be a positive integer, got {n_resamples!r}")
+  m = isoflop_minima.read(runs, method)
+  model = _noise_model(m)
+  (a, log_kN, b, log_kD), n_failed = isoflop_resample.draws(m.bud, model, m.used, n_resamples,
+                                                            seed, CHUNK)
   return {"a": a, "b": b, "log_kN": log_kN, "log_kD": log_kD, "n_resamples": n_resamples,
-          "n_failed": n_failed, "seed": seed, "kind": KIND, "sigma": sigma,
-          "dof": int(n - p), "method": method}
+          "n_failed": n_failed, "seed": seed, "kind": KIND, "sigma": model[2],
+          "dof": int(model[3]), "method": m.used}

@@ -15,7 +15,9 @@ the sizes are centred on N* (Czech et al. 2026). Per budget:
 
 `N_star_parabola` (on the data) and `N_star_profile` are both given where they exist. A
 profile exponent at the end of its search range is warned about too: the sizes do not pin
-the profile's shape down.
+the profile's shape down. Both readings take the profile fit as the truth of the profile's
+shape, so neither is warned about when it fails the lack-of-fit check (`vp_fits` False):
+then it is no reference for the parabola's bias.
 """
 
 import numpy as np
@@ -37,14 +39,15 @@ def _parabola_x(x_n: np.ndarray, y_n: np.ndarray) -> float:
   return float(-p[1] / (2 * p[0])) if p[0] > 0 else float("nan")
 
 
-def diagnose(bud, y_n: np.ndarray, est, method: str) -> tuple[list[dict], tuple[str, ...]]:
+def diagnose(bud, y_n: np.ndarray, est, method: str, vp_fits: bool = True
+             ) -> tuple[list[dict], tuple[str, ...]]:
   """Per-budget diagnostics of `Budgets` bud and its `Estimate` est, and their warnings."""
   vp = est.vp
   if vp is None:  # the parabola ran: fit the profile too, to have something to compare with
     vp = isoflop_vp.fit(bud.design("vp"), y_n[None])
   has_vp = bool(vp.ok_R[0])
   out, warnings = [], []
-  if has_vp:
+  if has_vp and vp_fits:
     for name, v in (("alpha", vp.alpha_R[0]), ("beta", vp.beta_R[0])):
       if not np.exp(isoflop_vp.LOG_BOUNDS[0]) * 1.01 < v < np.exp(isoflop_vp.LOG_BOUNDS[1]) / 1.01:
         warnings.append(f"the profile fit's {name}={v:.3g} sits at the end of its search range: "
@@ -71,9 +74,10 @@ def diagnose(bud, y_n: np.ndarray, est, method: str) -> tuple[list[dict], tuple[
       row["off_centre"] = float((x_ref - lo) / (hi - lo))
     out.append(row)
     bias = row["parabola_bias"]
-    if bias is not None and abs(bias) > BIAS_WARN:
-      tail = ("; this fit used the parabola: method 'vp' removes that bias"
-              if method == "parabola" else "; the profile fit used here does not have it")
+    if bias is not None and abs(bias) > BIAS_WARN and vp_fits:
+      tail = {"parabola": "; this fit used the parabola: method 'vp' removes that bias",
+              "local": "; the local estimate used here reads a narrower window around each "
+                       "minimum"}.get(method, "; the profile fit used here does not have it")
       warnings.append(
           f"budget C={C:.3g}: its {row['n_sizes']} sizes [{np.exp(lo):.3g}, {np.exp(hi):.3g}] "
           f"put the optimum at {row['off_centre']:.2f} of their log range and the profile is "

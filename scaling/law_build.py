@@ -64,6 +64,16 @@ def quantiles(values_S, level: float) -> list[float]:
   return [float(lo), float(hi)]
 
 
+def holding(pair: list[float], estimate) -> list[float]:
+  """The interval widened, where it must be, to hold its point estimate: the percentile
+  interval of a bootstrap whose draws are shifted from the estimate (a biased estimator on
+  this design) can miss it, and an interval that excludes its own estimate is no interval
+  of it."""
+  if estimate is None or not np.isfinite(estimate):
+    return pair
+  return [min(pair[0], float(estimate)), max(pair[1], float(estimate))]
+
+
 def _usable(samples, form: str) -> tuple[np.ndarray, int]:
   """Rows that are a law (finite; A, B, alpha, beta > 0, or a, b > 0), and how many were not."""
   k = len(schema.COLUMNS[form])
@@ -143,10 +153,11 @@ def assemble(form: str, values: Sequence[float], *, approach: str, samples=None,
     if len(rows):
       ci = {"level": float(ci_level)}
       for i, name in enumerate(names):
-        ci[name] = quantiles(rows[:, i], ci_level)
+        ci[name] = holding(quantiles(rows[:, i], ci_level), values[i])
       if form == schema.PARAMETRIC:
         a_S, b_S = opt.exponents(rows)
-        ci["a"], ci["b"] = quantiles(a_S, ci_level), quantiles(b_S, ci_level)
+        ci["a"] = holding(quantiles(a_S, ci_level), optimal["a"])
+        ci["b"] = holding(quantiles(b_S, ci_level), optimal["b"])
     bootstrap = {"n": int(len(rows)), "dropped": dropped, "seed": plain(seed),
                  "kind": bootstrap_kind, "columns": list(names), "samples": rows.tolist()}
   if N is not None and D is not None and C is None:

@@ -58,14 +58,15 @@ def plot_isoflops(runs: Runs, fit: IsoflopFit, stem: str) -> list[str]:
                facecolors=color if row.size else "none", zorder=3)
     if row.size:
       i = row[0]
-      x = np.linspace(np.log(runs.N[idx].min()), np.log(runs.N[idx].max()), 200)
+      lo, hi = fit.profiles[i].get("window", (runs.N[idx].min(), runs.N[idx].max()))
+      x = np.linspace(np.log(lo), np.log(hi), 200)  # a local parabola: only its window
       ax.plot(np.exp(x), fit.profile_loss(i, np.exp(x)), color=color, lw=1.5)
       ax.scatter([fit.N_opt[i]], [fit.L_opt[i]], color=color, marker="*", s=180,
                  edgecolors="black", zorder=4)
   ax.set_xscale("log")
   ax.set_xlabel(f"N (parameters, {runs.params})")
   ax.set_ylabel("eval loss (nats/token)")
-  curve = "parabola" if fit.method == "parabola" else "fitted profile"
+  curve = {"parabola": "parabola", "local": "local fit"}.get(fit.method, "fitted profile")
   ax.set_title(f"IsoFLOP profiles ({runs.flops} FLOPs, {fit.method}); ★ = {curve}'s minimum")
   ax.legend(fontsize=8)
   ax.grid(True, which="both", alpha=0.3)

@@ -1,5 +1,6 @@
 """`chinchax fit RUNS... [--out=law.json] [--approach=1,2,3] [--bootstrap=N] [--ci=0.9]
-[--plots=DIR] [--params-convention=total] [--flops-convention=6ND] [--base-law=law.json]`.
+[--plots=DIR] [--params-convention=total] [--flops-convention=6ND] [--base-law=law.json]
+[--approach2-method=auto|local|vp|vp_levels|parabola]`.
 
 Reads runs (a sweep workdir, a runs.jsonl or a CSV with N, D or C, loss and optionally
 budget, U), fits every approach the data support (or those asked for), writes law.json and,
@@ -21,6 +22,7 @@ import sys
 from chinchax.scaling import api
 from chinchax import atomic
 from chinchax.scaling import fit_text
+from chinchax.scaling import isoflop
 from chinchax.scaling import parametric
 from chinchax.scaling import runs as runs_lib
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
@@ -64,6 +66,10 @@ def _parser() -> argparse.ArgumentParser:
                       "is replaced, and the output says so)")
   p.add_argument("--approach", default=None,
                  help="comma list of 1,2,3 (default: every approach the data support)")
+  p.add_argument("--approach2-method", default="auto", choices=isoflop.METHODS,
+                 help="how Approach 2 places each budget's minimum: auto (the joint profile "
+                      "fit when it fits the runs, else local), local (the runs near the "
+                      "lowest loss), vp, vp_levels, parabola (default: auto)")
   p.add_argument("--bootstrap", type=_count, default=1000,
                  help="resamples (0: no intervals; default: 1000)")
   p.add_argument("--ci", type=argtypes.interval_level, default=0.9,
@@ -113,7 +119,8 @@ def main(argv: list[str]) -> int:
       args.runs, approaches=args.approach, bootstrap=args.bootstrap, ci=args.ci,
       seed=args.seed, delta=args.delta, params_convention=args.params_convention,
       flops_convention=args.flops_convention, schedule=args.schedule,
-      base_law=args.base_law, out=args.out, plots=args.plots, log=log)
+      base_law=args.base_law, out=args.out, plots=args.plots, log=log,
+      approach2_method=args.approach2_method)
   if not args.quiet:
     print(fit_text.summary(law, len(runs)))
     print("wrote " + ", ".join(written) + (f" (replacing the law.json {replaced})"

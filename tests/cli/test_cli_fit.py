@@ -142,6 +142,8 @@ def test_a_csv_with_unique_tokens_fits_the_data_constrained_law(tmp_path, capsys
     (["--ci=95"], "argument --ci: must be strictly between 0 and 1, got '95'"),
     (["--bootstrap=-1"], "argument --bootstrap: must be >= 0"),
     (["--approach=4"], "approaches: give a comma list of 1, 2, 3"),
+    (["--approach2-method=quadratic"], "argument --approach2-method: invalid choice: "
+                                       "'quadratic'"),
     (["--flops-convention=6nd"], "argument --flops-convention: invalid choice: '6nd'"),
     (["--bogus"], "unrecognized arguments: --bogus"),
     (["--base-law=/no/such/law.json"], "cannot read law file /no/such/law.json"),
@@ -154,6 +156,21 @@ def test_bad_flags_are_one_line_and_exit_2(tmp_path, capsys, flags, message):
   assert captured.out == "" and captured.err.count("\n") == 1
   assert captured.err.startswith("chinchax fit: error: ") and message in captured.err
   assert not out.exists()
+
+
+def test_approach_2_method_is_chosen_from_the_command_line(tmp_path):
+  csv = syn.write_csv(tmp_path / "runs.csv", syn.isoflop(noise=0.002))
+  methods = {}
+  for method in ("local", "parabola"):
+    out = tmp_path / f"{method}.json"
+    assert cli.run(["fit", csv, f"--out={out}", "--approach=2", "--bootstrap=50", "--quiet",
+                    f"--approach2-method={method}"]) == 0
+    entry = json.loads(out.read_text())["approaches"]["2"]
+    assert entry["method_asked"] == method
+    methods[method] = entry
+  assert methods["local"]["method"] == "local" and methods["local"]["lack_of_fit"] is None
+  assert methods["parabola"]["lack_of_fit"]["limit"] == 3.0  # checked, local needs none
+  assert methods["local"]["a"] != methods["parabola"]["a"]
 
 
 def test_bad_runs_are_refused_and_nothing_written(tmp_path, capsys):

@@ -119,7 +119,8 @@ def test_a_fit_writes_the_residual_plot(tmp_path):
   D = budgets / (6 * N)
   loss = E + A / N**ALPHA + B / D**BETA
   fitted = fit_pipeline.fit_runs(make_runs(N, D, loss, budget=budgets),
-                                 fit_pipeline.Options(bootstrap=20, approaches=("2",)))
+                                 fit_pipeline.Options(bootstrap=20, approaches=("2",),
+                                                      approach2_method="vp"))
   paths = fit_plots.write_plots(fitted, str(tmp_path))
   assert str(tmp_path / "residuals.png") in paths and str(tmp_path / "residuals.svg") in paths
   r, title = fit_plots._residuals(fitted)
