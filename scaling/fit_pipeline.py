@@ -13,9 +13,8 @@ law of a given law.json (`base_law`), else on a base law fitted first to the run
 neither repeat data nor exceed N*(U).
 
 Approach 2 places its minima by `Options.approach2_method` (scaling.isoflop_minima); it and
-Approach 3 carry a lack-of-fit record (`lack_of_fit`: their residuals against the noise the
-local fits measure) and warn when they do not fit. Every interval holds its estimate
-(law_build.holding), with a warning when the bootstrap's own did not.
+Approach 3 carry `lack_of_fit` (residuals against the noise local fits measure) and warn when
+they do not fit. Every interval holds its estimate (law_build.holding), warning if it had not.
 
 Warnings: the data's own first (scaling.data_checks), then each approach's (prefixed with
 its name) and the fit's (a poorly determined Approach 3, dropped refits, disagreement, the
