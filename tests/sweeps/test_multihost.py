@@ -142,7 +142,10 @@ def test_a_killed_process_fails_the_others_in_seconds_naming_it(shared, tmp_path
   with mp.Job(args, tmp=tmp_path / "a", deadline_s=150,
               base_env={**env(shared, pause_from=10, pause_s=0.3),
                         "CHINCHAX_HEARTBEAT_S": str(heartbeat)}) as job:
-    job.wait_for(lambda: job.saw("step 10/"), timeout=120)
+    # Killed once step 8's checkpoint is committed (its save is asynchronous: under load it can
+    # finish after step 10), so the rerun has it to resume from.
+    committed = wd / "checkpoints" / "8" / "_CHECKPOINT_METADATA"
+    job.wait_for(lambda: job.saw("step 10/") and os.path.exists(committed), timeout=120)
     t = job.signal(signal.SIGKILL, ranks=[1])
     results = job.wait(timeout=60)
   lost_after = results[0].wall_s - (t - job.t0)
@@ -152,8 +155,8 @@ def test_a_killed_process_fails_the_others_in_seconds_naming_it(shared, tmp_path
   lines = [l for l in results[0].err.splitlines() if "lost process" in l]
   assert len(lines) == 1 and "lost process 1 of the job" in lines[0], results[0].err
   assert lost_after < heartbeat + 10
-  # What a rerun resumes from (the rerun itself: the SIGTERM test above) is committed.
-  assert os.path.exists(wd / "checkpoints" / "8" / "_CHECKPOINT_METADATA")
+  # What a rerun resumes from (the rerun itself: the SIGTERM test above) is still there.
+  assert os.path.exists(committed)
 
 
 def test_processes_that_disagree_on_the_config_each_say_so_in_one_line(shared, tmp_path):

@@ -88,9 +88,9 @@ def test_tiny_sweep_trains_on_gcs_and_a_rerun_skips_it(fake_gcs, monkeypatch, ca
   assert len(saved) == 2  # both cells checkpointed on gs://
   wd = fake_gcs.local(URL)
 
-  records = [json.loads(l) for l in (wd / "runs.jsonl").read_text().splitlines()]
-  assert len(records) == 2 and all(r["status"] == "done" for r in records)
-  for r in records:
+  recs = [json.loads(l) for l in (wd / "runs.jsonl").read_text().splitlines()]
+  assert len(recs) == 2 and all(r["status"] == "done" for r in recs)
+  for r in recs:
     cell = wd / r["name"]
     assert json.loads((cell / "result.json").read_text())["eval_loss"] == r["eval_loss"]
     assert json.loads((cell / "config.json").read_text())["name"] == r["name"]
@@ -105,7 +105,7 @@ def test_tiny_sweep_trains_on_gcs_and_a_rerun_skips_it(fake_gcs, monkeypatch, ca
   assert json.loads((wd / "sweep.json").read_text())["name"] == "tiny"
   assert fake_gcs.stray_local_files() == []  # nothing local: no `gs:` folder
 
-  stamps = {r["name"]: (wd / r["name"] / "result.json").stat().st_mtime_ns for r in records}
+  stamps = {r["name"]: (wd / r["name"] / "result.json").stat().st_mtime_ns for r in recs}
   assert cli.run(argv) == 1
   out = capsys.readouterr().out
   assert out.count("skipped, already done") == 2 and "0 of 2 cells to train" in out
@@ -126,7 +126,7 @@ def test_tiny_sweep_trains_on_gcs_and_a_rerun_skips_it(fake_gcs, monkeypatch, ca
     f.write(json.dumps({"step": 7, "train_loss": 99.0}) + "\n")
   record = loop.train(job.config, run, stop=StopAfter(10**6))
   assert "resumed from step 6" in capsys.readouterr().out
-  reference = next(r for r in records if r["name"] == job.name)
+  reference = next(r for r in recs if r["name"] == job.name)
   assert record["eval_loss"] == pytest.approx(reference["eval_loss"], abs=1e-6)
   assert record["train_loss"] == pytest.approx(reference["train_loss"], abs=1e-6)
   rows = records.read_metrics(f"{run}/metrics.jsonl")
