@@ -39,20 +39,27 @@ def bootstrap_parametric(N, D, loss, *, n_resamples=4000, seed=0,
     raise UserError(f"bootstrap: the given fit was made on {fit.n_points} points with "
                     f"delta={fit.delta}, not on these {len(N)} points with delta={delta}; "
                     "pass the fit of this data or none")
-  n, k = len(N), len(EXPONENT_SCALES)
+  n = len(N)
   rng = np.random.default_rng(seed)
   counts_Rxn = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
+  return refit(N, D, loss, counts_Rxn, fit, delta)
 
+
+def refit(N, D, loss, counts_Rxn: np.ndarray, fit: parametric.ParametricFit,
+          delta: float) -> np.ndarray:
+  """(R, 5) laws [E, A, B, alpha, beta], one per row of run counts (a resample), each the best
+  of the starts `EXPONENT_SCALES` around `fit`, all minimised in one batch."""
+  N, D, loss = (np.asarray(x, np.float64) for x in (N, D, loss))
+  R, k = len(counts_Rxn), len(EXPONENT_SCALES)
   pb = huber.Problem.make(np.log(N), np.log(D), np.log(loss), delta)
   center = pb.to_centered(fit.log_theta()[None])[0]
   starts_kx5 = np.repeat(center[None], k, axis=0)
   starts_kx5[:, 3:] *= np.asarray(EXPONENT_SCALES)[:, None]
   th_Sx5, F_S, _ = huber.minimize_batched(
-      pb, np.tile(starts_kx5, (n_resamples, 1)), np.repeat(counts_Rxn, k, axis=0),
-      group_S=np.repeat(np.arange(n_resamples), k))
-
-  best = np.argmin(F_S.reshape(n_resamples, k), axis=1)
-  th_Rx5 = pb.from_centered(th_Sx5.reshape(n_resamples, k, 5)[np.arange(n_resamples), best])
+      pb, np.tile(starts_kx5, (R, 1)), np.repeat(counts_Rxn, k, axis=0),
+      group_S=np.repeat(np.arange(R), k))
+  best = np.argmin(F_S.reshape(R, k), axis=1)
+  th_Rx5 = pb.from_centered(th_Sx5.reshape(R, k, 5)[np.arange(R), best])
   a, b, e, alpha, beta = th_Rx5.T
   with np.errstate(over="ignore"):  # a runaway refit overflows to inf: law.json drops it
     return np.stack([np.exp(e), np.exp(a), np.exp(b), alpha, beta], axis=1)

@@ -15,7 +15,7 @@ scaling.bootstrap does).
 import numpy as np
 
 from chinchax.errors import UserError
-from chinchax.scaling import bootstrap, huber, parametric
+from chinchax.scaling import bootstrap, parametric
 from chinchax.scaling import optimum as opt
 
 MIN_BASE_RUNS = 10  # twice the base law's 5 numbers (as caveats.MIN_RUNS)
@@ -68,18 +68,6 @@ def fit_base(N, D, U, loss, delta: float) -> tuple[parametric.ParametricFit, np.
 
 def refit(N, D, loss, counts_Rxn: np.ndarray, fit3: parametric.ParametricFit,
           delta: float) -> np.ndarray:
-  """(R, 5) base laws [E, A, B, alpha, beta], one per row of run counts (a resample)."""
-  N, D, loss = (np.asarray(x, np.float64) for x in (N, D, loss))
-  R, k = len(counts_Rxn), len(bootstrap.EXPONENT_SCALES)
-  pb = huber.Problem.make(np.log(N), np.log(D), np.log(loss), delta)
-  center = pb.to_centered(fit3.log_theta()[None])[0]
-  starts_kx5 = np.repeat(center[None], k, axis=0)
-  starts_kx5[:, 3:] *= np.asarray(bootstrap.EXPONENT_SCALES)[:, None]
-  th_Sx5, F_S, _ = huber.minimize_batched(
-      pb, np.tile(starts_kx5, (R, 1)), np.repeat(counts_Rxn, k, axis=0),
-      group_S=np.repeat(np.arange(R), k))
-  best = np.argmin(F_S.reshape(R, k), axis=1)
-  th_Rx5 = pb.from_centered(th_Sx5.reshape(R, k, 5)[np.arange(R), best])
-  a, b, e, alpha, beta = th_Rx5.T
-  with np.errstate(over="ignore"):
-    return np.stack([np.exp(e), np.exp(a), np.exp(b), alpha, beta], axis=1)
+  """(R, 5) base laws [E, A, B, alpha, beta], one per row of run counts (a resample): the
+  Approach-3 bootstrap's own batched refit (scaling.bootstrap.refit)."""
+  return bootstrap.refit(N, D, loss, counts_Rxn, fit3, delta)

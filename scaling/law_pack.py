@@ -44,15 +44,21 @@ def _zip(obj: Any) -> str:
   return base64.b64encode(zlib.compress(text.encode("utf-8"), 9)).decode()
 
 
+def _inflate(packed: Any) -> bytes:
+  """The bytes a packed string holds; ValueError (or base64's, zlib's) when it holds none,
+  or more than _MAX_BYTES."""
+  if not isinstance(packed, str):
+    raise ValueError(f"expected a string, got {type(packed).__name__}")
+  d = zlib.decompressobj()
+  data = d.decompress(base64.b64decode(packed, validate=True), _MAX_BYTES)
+  if d.unconsumed_tail:
+    raise ValueError(f"more than {_MAX_BYTES} bytes unpacked")
+  return data
+
+
 def _unzip(packed: Any, where: str) -> Any:
   try:
-    if not isinstance(packed, str):
-      raise ValueError(f"expected a string, got {type(packed).__name__}")
-    d = zlib.decompressobj()
-    text = d.decompress(base64.b64decode(packed, validate=True), _MAX_BYTES)
-    if d.unconsumed_tail:
-      raise ValueError(f"more than {_MAX_BYTES} bytes unpacked")
-    return json.loads(text.decode("utf-8"))
+    return json.loads(_inflate(packed).decode("utf-8"))
   except (ValueError, binascii.Error, zlib.error, UnicodeDecodeError, RecursionError) as e:
     raise UserError(f"{where}: cannot unpack it ({e}); expected a law.json written by "
                     "`chinchax fit`") from None
@@ -91,12 +97,7 @@ def unpack(doc: Any) -> Any:
     return doc
   packed = boot[KEY]
   try:
-    if not isinstance(packed, str):
-      raise ValueError(f"expected a string, got {type(packed).__name__}")
-    d = zlib.decompressobj()
-    text = d.decompress(base64.b64decode(packed, validate=True), _MAX_BYTES)
-    if d.unconsumed_tail:
-      raise ValueError(f"more than {_MAX_BYTES} bytes unpacked")
+    text = _inflate(packed)
     rows = [[float(x) for x in line.split(",")]
             for line in text.decode("ascii").splitlines() if line]
   except (ValueError, binascii.Error, zlib.error, UnicodeDecodeError) as e:

@@ -22,16 +22,12 @@ from chinchax import atomic
 from chinchax.errors import UserError
 from chinchax.sweeps import console
 from chinchax.sweeps.data import pipeline, prepare, tokenizers
-
-
-class _Parser(argparse.ArgumentParser):
-  def error(self, message: str):
-    raise UserError(f"{message} (see {self.prog} --help)")
+from chinchax.sweeps.cli import argtypes
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = _Parser(prog="chinchax data", description=__doc__.splitlines()[0])
-  sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+  p = argtypes.Parser(prog="chinchax data", description=__doc__.splitlines()[0])
+  sub = p.add_subparsers(dest="action", required=True, parser_class=argtypes.Parser)
   pr = sub.add_parser("prepare", help="raw text files -> chinchax_text/NAME (array_record)")
   pr.add_argument("--input", required=True, action="append",
                   help="files, folders or globs, local or gs:// (comma-separated, repeatable)")

@@ -38,25 +38,8 @@ _RENAMED = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-  """argparse that reports a bad flag as one UserError line instead of usage + exit."""
-
-  def error(self, message: str):
-    raise UserError(f"{message} (see chinchax fit --help)")
-
-
-def _count(text: str) -> int:
-  try:
-    n = int(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-  if n < 0:
-    raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-  return n
-
-
 def _parser() -> argparse.ArgumentParser:
-  p = _Parser(prog="chinchax fit", allow_abbrev=False,
+  p = argtypes.Parser(prog="chinchax fit", allow_abbrev=False,
               description=__doc__.split("\n\n")[1].replace("\n", " "),
               epilog="example: chinchax fit runs/smoke --out=law.json --bootstrap=1000 "
                      "--plots=plots/")
@@ -70,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
                  help="how Approach 2 places each budget's minimum: auto (the joint profile "
                       "fit when it fits the runs, else local), local (the runs near the "
                       "lowest loss), vp, vp_levels, parabola (default: auto)")
-  p.add_argument("--bootstrap", type=_count, default=1000,
+  p.add_argument("--bootstrap", type=argtypes.count, default=1000,
                  help="resamples (0: no intervals; default: 1000)")
   p.add_argument("--ci", type=argtypes.interval_level, default=0.9,
                  help="interval level (default: 0.9)")

@@ -16,24 +16,8 @@ import json
 import sys
 
 from chinchax import atomic
-from chinchax.errors import UserError
 from chinchax.scaling import hparams_fit, hparams_law, hparams_text
 from chinchax.sweeps.cli import argtypes
-
-
-class _Parser(argparse.ArgumentParser):
-  def error(self, message: str):
-    raise UserError(f"{message} (see chinchax fit-hparams --help)")
-
-
-def _count(text: str) -> int:
-  try:
-    n = int(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-  if n < 0:
-    raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-  return n
 
 
 def _tol(text: str) -> float:
@@ -44,7 +28,7 @@ def _tol(text: str) -> float:
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = _Parser(prog="chinchax fit-hparams", allow_abbrev=False,
+  p = argtypes.Parser(prog="chinchax fit-hparams", allow_abbrev=False,
               description=__doc__.split("\n\n")[1].replace("\n", " "))
   p.add_argument("runs", nargs="+", help="sweep workdir, runs.jsonl, or CSV (N, D, lr, "
                  "batch_tokens, loss)")
@@ -52,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--json", action="store_true", help="print one JSON object")
   p.add_argument("--lr-vars", default="N,D", help="the LR law's variables: N,D | C | N")
   p.add_argument("--batch-vars", default="D", help="the batch law's variables: D | C | N,D")
-  p.add_argument("--bootstrap", type=_count, default=1000, help="resamples (0: no intervals)")
+  p.add_argument("--bootstrap", type=argtypes.count, default=1000,
+                 help="resamples (0: no intervals)")
   p.add_argument("--ci", type=argtypes.interval_level, default=0.9, help="interval level")
   p.add_argument("--tol", type=_tol, default=0.01,
                  help="the loss tolerance of the reported LR and batch ranges (0.01: 1%%)")

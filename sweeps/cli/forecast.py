@@ -25,15 +25,8 @@ from chinchax.sweeps.cli import argtypes
 from chinchax.sweeps.cli.plan import _number
 
 
-class _Parser(argparse.ArgumentParser):
-  """argparse that reports a bad flag as one UserError line instead of usage + exit."""
-
-  def error(self, message: str):
-    raise UserError(f"{message} (see chinchax forecast --help)")
-
-
 def _parser() -> argparse.ArgumentParser:
-  p = _Parser(prog="chinchax forecast", description=__doc__.split("\n\n")[0],
+  p = argtypes.Parser(prog="chinchax forecast", description=__doc__.split("\n\n")[0],
               allow_abbrev=False)
   p.add_argument("path", nargs="?", help="with --score: a run or sweep workdir, or runs.jsonl")
   p.add_argument("--law", help="law.json written by `chinchax fit` (Approach 3: it predicts "

@@ -15,18 +15,11 @@ function is `chinchax.law_from_coefficients` (scaling/coefficients.py).
 import argparse
 
 from chinchax import atomic
-from chinchax.errors import UserError
 from chinchax.scaling import coefficients
 from chinchax.scaling import law_text
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.sweeps.cli import plan as plan_cli
-
-
-class _Parser(argparse.ArgumentParser):
-  """argparse that reports a bad flag as one UserError line instead of usage + exit."""
-
-  def error(self, message: str):
-    raise UserError(f"{message} (see chinchax law --help)")
+from chinchax.sweeps.cli import argtypes
 
 
 def _pair(text: str) -> tuple[float, float]:
@@ -37,7 +30,7 @@ def _pair(text: str) -> tuple[float, float]:
 
 
 def _parser() -> argparse.ArgumentParser:
-  p = _Parser(prog="chinchax law", allow_abbrev=False,
+  p = argtypes.Parser(prog="chinchax law", allow_abbrev=False,
               description=__doc__.split("\n\n")[0],
               epilog="example: chinchax law --E=1.87 --A=521 --B=1488 --alpha=0.353 "
                      "--beta=0.353 --reference='Muennighoff et al. 2023' --out=law.json")

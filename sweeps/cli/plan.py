@@ -45,15 +45,9 @@ def _number(text: str) -> float:
   return x
 
 
-class _Parser(argparse.ArgumentParser):
-  """argparse that reports a bad flag as one UserError line instead of usage + exit."""
-
-  def error(self, message: str):
-    raise UserError(f"{message} (see chinchax plan --help)")
-
-
 def _parser() -> argparse.ArgumentParser:
-  p = _Parser(prog="chinchax plan", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+  p = argtypes.Parser(prog="chinchax plan", description=__doc__.split("\n\n")[0],
+                      allow_abbrev=False)
   p.add_argument("--law", help="law.json written by `chinchax fit` or `chinchax law`, or a "
                  "JSON object of E, A, B, alpha, beta alone")
   p.add_argument("--preset", help=f"a published law: {', '.join(presets.names())}")
