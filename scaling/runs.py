@@ -42,7 +42,7 @@ from chinchax import atomic
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.errors import UserError
 from chinchax.scaling.runs_files import RUN_SCHEMA, Curve, read_csv, read_records  # noqa: F401
-from chinchax.scaling.runs_files import table_rows
+from chinchax.scaling.runs_files import check_columns, table_rows
 SCHEDULES = ("cosine", "wsd", "all")
 FINISHED = ("", "done", "finished", "complete", "completed")  # a CSV's `status` of a used run
 BUDGET_RTOL = 0.05
@@ -237,14 +237,7 @@ def from_columns(table, params: str = "total", flops: str = "6ND",
   names = [str(c) for c in table.columns] if hasattr(table, "columns") else list(table)
   columns = {str(k): _values(table[k], str(k)) for k in (
       table.columns if hasattr(table, "columns") else table)}
-  for need in ("N", "loss"):
-    if need not in columns:
-      raise UserError(f"runs: missing column {need!r} (columns: {', '.join(names)})")
-  if "D" not in columns and "C" not in columns:
-    raise UserError(f"runs: needs a column 'D' (tokens) or 'C' (FLOPs); columns: "
-                    f"{', '.join(names)}")
-  if flops == "chinchilla" and "C" not in columns:
-    raise UserError("runs: flops_convention='chinchilla' needs a 'C' column")
+  check_columns("runs", names, flops, "flops_convention='chinchilla'")
   lengths = {k: len(v) for k, v in columns.items()}
   if len(set(lengths.values())) > 1:
     raise UserError(f"runs: columns of different lengths {lengths}; give one value per run "

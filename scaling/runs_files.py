@@ -42,6 +42,21 @@ def _positive(where: str, field: str, value: Any) -> float:
   return x
 
 
+def check_columns(where: str, header: list[str], flops: str, chinchilla: str) -> None:
+  """The columns every table of runs needs (a CSV's, a DataFrame's, a mapping's): N, loss, D
+  or C, and C when the FLOPs are counted the chinchilla way (`chinchilla`: how the caller
+  asked for that)."""
+  for need in ("N", "loss"):
+    if need not in header:
+      raise UserError(f"{where}: missing column {need!r} (columns: {_columns(header)})")
+  if "D" not in header and "C" not in header:
+    raise UserError(f"{where}: needs a column 'D' (tokens) or 'C' (FLOPs); "
+                    f"columns: {_columns(header)}")
+  if flops == "chinchilla" and "C" not in header:
+    raise UserError(f"{where}: {chinchilla} needs a 'C' column; runs without one can only "
+                    "give C = 6ND")
+
+
 def _columns(header: list[str]) -> str:
   text = ", ".join(header)
   return text if len(text) <= 80 else text[:77] + "..."
@@ -141,15 +156,7 @@ def read_csv(path: str, flops: str):
       raise UserError(f"{path}:{line}: {len(row)} values for the {len(header)} columns "
                       f"{_columns(header)} (a {kind} row); give one value per column")
     records.append((line, dict(zip(header, row))))
-  for need in ("N", "loss"):
-    if need not in header:
-      raise UserError(f"{path}: missing column {need!r} (columns: {_columns(header)})")
-  if "D" not in header and "C" not in header:
-    raise UserError(f"{path}: needs a column 'D' (tokens) or 'C' (FLOPs); "
-                    f"columns: {_columns(header)}")
-  if flops == "chinchilla" and "C" not in header:
-    raise UserError(f"{path}: --flops=chinchilla needs a 'C' column; a CSV without one "
-                    "can only give C = 6ND")
+  check_columns(path, header, flops, "--flops=chinchilla")
   if not records:
     raise UserError(f"{path}: no rows")
   return table_rows(path, os.path.basename(path), records)
