@@ -83,6 +83,8 @@ def test_indivisible_batch_is_refused():
     sharding.check_batch(8, 3)
   with pytest.raises(UserError, match="in 2 microbatches .* use a multiple of 8"):
     sharding.check_batch(12, 4, grad_accum=2)
+  with pytest.raises(UserError, match="batch 9 in 2 microbatches"):  # 9 rows: no 2 equal halves
+    sharding.check_batch(9, 4, grad_accum=2)
   sharding.check_batch(16, 4, grad_accum=2)
   sharding.check_batch(12, 3, grad_accum=4)
 
