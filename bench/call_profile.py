@@ -70,7 +70,7 @@ def profile(config: str) -> dict:
       if caller_frame is not None and c != callee:
         edges[(c, callee)] += 1
 
-  from chinchax.sweeps import cli  # pylint: disable=import-outside-toplevel
+  from chinchax import cli  # pylint: disable=import-outside-toplevel
   with tempfile.TemporaryDirectory() as tmp:
     threading.setprofile(tracer)
     sys.setprofile(tracer)

@@ -88,7 +88,7 @@ def main() -> None:
   if args.report_only:
     wall = None
   else:
-    out = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", "sweep",
+    out = subprocess.run([sys.executable, "-m", "chinchax.cli", "sweep",
                           f"--workdir={workdir}", *args.flags],
                          env=env, cwd=ROOT, capture_output=True, text=True)
     wall = time.time() - t0

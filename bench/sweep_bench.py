@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def run(executor: str, devices: int, budgets: str, sizes: str, workdir: str) -> float:
   env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu",
              XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
-  cmd = [sys.executable, "-m", "chinchax.sweeps.cli", "sweep",
+  cmd = [sys.executable, "-m", "chinchax.cli", "sweep",
          f"--config={os.path.join(ROOT, 'sweeps', 'configs', 'tiny.py')}",
          f"--workdir={workdir}", f"--config.budgets={budgets}", f"--config.sizes={sizes}",
          "--config.min_steps=10", "--config.train.eval_tokens=2048", "--config.bootstrap=0",

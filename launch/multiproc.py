@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
       print(shlex.join([f"{k}={v}" for k, v in sorted(env.items())] + command))
     return 0
   if command[0] == "chinchax":  # the console script of the interpreter that runs this
-    command = [sys.executable, "-m", "chinchax.sweeps.cli", *command[1:]]
+    command = [sys.executable, "-m", "chinchax.cli", *command[1:]]
   procs = start(command, args.processes, args.devices, args.port,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
   print(f"started {args.processes} processes x {args.devices} CPU devices: pids "

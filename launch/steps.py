@@ -109,8 +109,8 @@ def env_argv(env: Mapping[str, str]) -> list[str]:
 
 def sweep_argv(python: str, config: str | None, overrides: Sequence[str],
                workdir: str | None) -> list[str]:
-  """`chinchax sweep ...`, run as `python -m sweeps.cli` so that it needs nothing on PATH."""
-  argv = [python, "-m", "chinchax.sweeps.cli", "sweep"]
+  """`chinchax sweep ...`, run as `python -m chinchax.cli` so that it needs nothing on PATH."""
+  argv = [python, "-m", "chinchax.cli", "sweep"]
   if config:
     argv.append(f"--config={config}")
   argv += overrides
@@ -191,8 +191,8 @@ def validate_sweep(config: str | None, overrides: Sequence[str]):
   loads, every override names a key of it, the grid resolves. Returns the resolved sweep
   config, or raises a UserError of one line."""
   from chinchax.sweeps import spec as spec_lib  # pylint: disable=g-import-not-at-top  (jax)
-  from chinchax.sweeps.cli import flags  # pylint: disable=g-import-not-at-top
-  from chinchax.sweeps.cli import sweep as sweep_cli  # pylint: disable=g-import-not-at-top
+  from chinchax.cli import flags  # pylint: disable=g-import-not-at-top
+  from chinchax.cli import sweep as sweep_cli  # pylint: disable=g-import-not-at-top
   argv = ([f"--config={config}"] if config else []) + list(overrides)
   f = flags.parse_config_flags(argv, "chinchax sweep", sweep_cli.DEFAULT_CONFIG)
   return spec_lib.resolve(f.config, ".").config

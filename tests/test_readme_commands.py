@@ -3,7 +3,7 @@
 import os
 import re
 
-from chinchax.sweeps import cli
+from chinchax import cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -7,7 +7,7 @@ nothing per step for either.
 **Lost process.** A process whose heartbeat has not changed for `heartbeat_s` seconds is lost
 (kill -9, its VM gone): every other process prints one line naming it and exits with status 1
 at once, from this thread, whatever its main thread waits for (a collective that will never
-complete). A command that ends marks its process done with its exit status (sweeps/cli): done
+complete). A command that ends marks its process done with its exit status (chinchax/cli): done
 with 0 is not missed; done with another status fails the others still running `heartbeat_s`
 later. A command that raised first waits that long for the thread to name the lost process,
 since a collective that failed because a peer is gone (gloo: connection closed by peer) says
@@ -46,7 +46,7 @@ def start(client, process: int, processes: int, heartbeat_s: float) -> "Watch":
 
 
 def finish(status: int) -> None:
-  """The command ends with `status` (sweeps/cli calls this)."""
+  """The command ends with `status` (chinchax/cli calls this)."""
   if _WATCH is not None:
     _WATCH.finish(status)
 

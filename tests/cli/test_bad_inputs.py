@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from chinchax.scaling import presets
-from chinchax.sweeps import cli
+from chinchax import cli
 from tests.helpers import synthetic_law as syn
 
 
@@ -416,7 +416,7 @@ def test_bad_input_from_the_command_line(case, tmp_path):
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
   before = _tree(tmp_path)
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  p = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", cmd,
+  p = subprocess.run([sys.executable, "-m", "chinchax.cli", cmd,
                       *(a.format(d=tmp_path) for a in argv)], cwd=root, capture_output=True,
                      text=True, timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu"})
   assert p.returncode == 2 and p.stdout == "", p.stderr[-2000:]

@@ -16,7 +16,7 @@ from chinchax.scaling import fmt
 from chinchax.scaling import caveats
 from chinchax.scaling import law as law_lib
 from chinchax.scaling import vp
-from chinchax.sweeps import cli
+from chinchax import cli
 from chinchax.sweeps import report
 from tests.helpers import synthetic_law as syn
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from chinchax.scaling import hparams_file, hparams_law
-from chinchax.sweeps import cli
+from chinchax import cli
 from tests.scaling import hparams_synthetic as S
 
 

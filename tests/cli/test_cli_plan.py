@@ -1,4 +1,4 @@
-"""`chinchax plan` in-process through the dispatcher (sweeps.cli.run)."""
+"""`chinchax plan` in-process through the dispatcher (chinchax.cli.run)."""
 
 import json
 
@@ -8,7 +8,7 @@ import pytest
 from chinchax.scaling import fmt
 from chinchax.scaling import law as law_lib
 from chinchax.scaling import presets
-from chinchax.sweeps import cli
+from chinchax import cli
 
 THETA = np.array([1.8172, 482.01, 2085.43, 0.3478, 0.3658])
 

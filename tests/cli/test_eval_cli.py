@@ -9,7 +9,7 @@ import pytest
 
 from chinchax.scaling import records
 from chinchax.errors import UserError
-from chinchax.sweeps.cli import eval as cli_eval
+from chinchax.cli import eval as cli_eval
 from chinchax.sweeps.train import metrics
 from chinchax.sweeps.train import hooks, loop
 

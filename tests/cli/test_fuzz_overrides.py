@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from chinchax.errors import UserError
 from chinchax.sweeps import spec as spec_lib
-from chinchax.sweeps.cli import flags
-from chinchax.sweeps.cli import sweep as sweep_cli
-from chinchax.sweeps.cli import train as train_cli
+from chinchax.cli import flags
+from chinchax.cli import sweep as sweep_cli
+from chinchax.cli import train as train_cli
 from chinchax.sweeps.train import config as run_config
 
 EXAMPLES = 100

@@ -1,5 +1,5 @@
 """--help on every subcommand, --version, named configs from any folder, and one-line errors
-for missing or broken config files (in-process through the dispatcher, sweeps.cli.run)."""
+for missing or broken config files (in-process through the dispatcher, chinchax.cli.run)."""
 
 import os
 import subprocess
@@ -8,9 +8,10 @@ import sys
 import pytest
 
 import chinchax
-from chinchax.sweeps import cli, configs
-from chinchax.sweeps.cli import flags
-from chinchax.sweeps.cli import help as help_lib
+from chinchax import cli
+from chinchax.sweeps import configs
+from chinchax.cli import flags
+from chinchax.cli import help as help_lib
 from chinchax.sweeps.configs import keys
 from chinchax.sweeps.configs import sweep as sweep_config
 from chinchax.sweeps.configs import train as train_config
@@ -120,7 +121,7 @@ def test_installed_names_and_dry_runs_from_outside_the_checkout(tmp_path):
   out = {}
   for argv in (["sweep", "--config=gpu_node", "--dry-run"],
                ["train", "--config=train", "--dry-run", f"--workdir={tmp_path}/w"]):
-    p = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", *argv], cwd=tmp_path,
+    p = subprocess.run([sys.executable, "-m", "chinchax.cli", *argv], cwd=tmp_path,
                        env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert list(tmp_path.iterdir()) == []

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from chinchax.sweeps import cli
+from chinchax import cli
 from tests.helpers import synthetic_law as syn
 
 
@@ -30,7 +30,7 @@ def test_fit_without_out_says_it_replaced_the_law_json(tmp_path, monkeypatch, ca
 
 def test_fit_help_states_every_default(capsys):
   with pytest.raises(SystemExit):
-    from chinchax.sweeps.cli import fit  # pylint: disable=g-import-not-at-top
+    from chinchax.cli import fit  # pylint: disable=g-import-not-at-top
     fit._parser().parse_args(["--help"])  # pylint: disable=protected-access
   text = " ".join(capsys.readouterr().out.split())
   for flag, default in (("--out", "./law.json"), ("--bootstrap", "1000"), ("--ci", "0.9"),

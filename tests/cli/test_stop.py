@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from chinchax.sweeps import cli
-from chinchax.sweeps.cli import exit_status
+from chinchax import cli
+from chinchax.cli import exit_status
 from tests.helpers import sweep_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -30,7 +30,7 @@ def test_ctrl_c_before_the_run_is_130_with_the_hint(capsys, monkeypatch):
   def interrupted(argv):
     raise KeyboardInterrupt
 
-  monkeypatch.setattr("chinchax.sweeps.cli.models.main", interrupted)
+  monkeypatch.setattr("chinchax.cli.models.main", interrupted)
   assert cli.run(["models"]) == 130
   err = capsys.readouterr().err
   assert "interrupted; rerun the same command to resume" in err and "Traceback" not in err
@@ -39,7 +39,7 @@ def test_ctrl_c_before_the_run_is_130_with_the_hint(capsys, monkeypatch):
 def _sweep(workdir, **kw):
   env = dict(os.environ, PYTHONPATH=ROOT)
   return subprocess.Popen(
-      [sys.executable, "-m", "chinchax.sweeps.cli", "sweep",
+      [sys.executable, "-m", "chinchax.cli", "sweep",
        *sweep_helper.argv(str(workdir), "--config.train.log_every=1")],
       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
@@ -75,7 +75,7 @@ def test_a_closed_pipe_stops_the_sweep_without_a_failed_cell(tmp_path):
   assert "broken pipe" in err and "Traceback" not in err
   _no_failed_cell(tmp_path)
   # and the stopped sweep resumes to the end
-  q = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", "sweep",
+  q = subprocess.run([sys.executable, "-m", "chinchax.cli", "sweep",
                       *sweep_helper.argv(str(tmp_path))], env=dict(os.environ, PYTHONPATH=ROOT),
                      capture_output=True, text=True, timeout=600)
   assert q.returncode in (0, 1), q.stderr  # 1: the two-cell grid has too few runs to fit

@@ -46,7 +46,7 @@ def _files(root):
 
 def _refused(cmd, argv, path, tmp_path, env=None):
   before = _files(tmp_path)
-  p = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", cmd, *argv], cwd=ROOT,
+  p = subprocess.run([sys.executable, "-m", "chinchax.cli", cmd, *argv], cwd=ROOT,
                      capture_output=True, text=True, timeout=120,
                      env={**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})})
   lines = p.stderr.splitlines()
@@ -102,7 +102,7 @@ def test_law_out_and_plan_law(tmp_path):
   coefficients = ["--E=1.87", "--A=521", "--B=1488", "--alpha=0.353", "--beta=0.353"]
   _refused("law", [*coefficients, "--out=/proc/chinchax/law.json"], "/proc/chinchax/law.json",
            tmp_path)
-  p = subprocess.run([sys.executable, "-m", "chinchax.sweeps.cli", "plan",
+  p = subprocess.run([sys.executable, "-m", "chinchax.cli", "plan",
                       "--law=/proc/chinchax/law.json", "--flops=1e21"], cwd=ROOT,
                      capture_output=True, text=True, timeout=120)
   assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr

@@ -74,7 +74,7 @@ def command(kind: str, workdir: str, data_dir: str) -> list[str]:
   else:
     # --verbose: the cells' own lines (resumes, the SIGTERM save) are what the trials read.
     args = [*sweep_helper.argv(workdir), "--verbose"]
-  return [sys.executable, "-m", "chinchax.sweeps.cli", kind, *args]
+  return [sys.executable, "-m", "chinchax.cli", kind, *args]
 
 
 def launch(cmd: list[str], env: dict, kill: Kill | None = None, timeout: float = 600) -> Outcome:

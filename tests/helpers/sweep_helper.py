@@ -70,7 +70,7 @@ def synthetic_argv(workdir):
 
 
 def main(workdir: str, executor: str, devices_per_cell: str = "1", *more: str) -> None:
-  from chinchax.sweeps import cli  # pylint: disable=g-import-not-at-top
+  from chinchax import cli  # pylint: disable=g-import-not-at-top
   t0 = time.time()
   rc = cli.run(["sweep", *argv(workdir, f"--config.executor={executor}",
                                f"--config.devices_per_cell={devices_per_cell}", "--quiet",

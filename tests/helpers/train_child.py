@@ -11,7 +11,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from chinchax.sweeps import cli, data  # noqa: E402
+from chinchax import cli  # noqa: E402
+from chinchax.sweeps import data  # noqa: E402
 
 PAUSE_FROM = int(os.environ.get("CHINCHAX_TEST_PAUSE_FROM", "0"))
 PAUSE_S = float(os.environ.get("CHINCHAX_TEST_PAUSE_S", "0"))

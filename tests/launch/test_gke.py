@@ -54,7 +54,7 @@ def test_multi_host_tpu_slice(capsys):
   assert shlex.split(script[1]) == ["git", "clone", "--depth=1", "--branch=v1",
                                     "https://github.com/o/chinchax", "/chinchax"]
   assert "'.[tpu,gcs]'" in script[3]
-  assert shlex.split(script[-1]) == ["exec", "python3", "-m", "chinchax.sweeps.cli", "sweep",
+  assert shlex.split(script[-1]) == ["exec", "python3", "-m", "chinchax.cli", "sweep",
                                      f"--config={CONFIG}", "--config.train.seed=1",
                                      "--workdir=gs://b/sweeps/v5p"]
 

@@ -137,7 +137,7 @@ def test_tpu_sweep_command_survives_quoting(capsys, checkout):
                   "--repo=https://github.com/o/chinchax", f"--config={CONFIG}:small",
                   *OVERRIDES, "--workdir=runs/a b", "--env=TFDS_DATA_DIR=gs://b/tfds x")
   commands = [flag(a, "command") for a in lines if a[4] == "ssh"]
-  start = next(c for c in commands if "chinchax.sweeps.cli" in c)
+  start = next(c for c in commands if "chinchax.cli" in c)
   follow = next(c for c in commands if "tail" in c)
   env = fake_python(checkout)
   (checkout / tpu.RUN_DIR).mkdir()
@@ -145,7 +145,7 @@ def test_tpu_sweep_command_survives_quoting(capsys, checkout):
   # The follow step ends with the sweep and carries its exit status and output.
   assert done.returncode == 3 and "sweep says hi" in done.stdout
   record = json.loads((checkout / tpu.RUN_DIR / "record.json").read_text())
-  assert record["argv"] == ["-m", "chinchax.sweeps.cli", "sweep", f"--config={CONFIG}:small",
+  assert record["argv"] == ["-m", "chinchax.cli", "sweep", f"--config={CONFIG}:small",
                             *OVERRIDES, "--workdir=runs/a b"]
   assert record["env"]["TFDS_DATA_DIR"] == "gs://b/tfds x"
   # A single-host slice keeps a local workdir: fetched from worker 0 by scp.
@@ -254,7 +254,7 @@ def test_gpu_hosts_get_distinct_process_ids_and_one_coordinator(capsys, tmp_path
   seen = []
   for home in homes:
     record = json.loads((home / "chinchax" / "record.json").read_text())
-    assert record["argv"] == ["-m", "chinchax.sweeps.cli", "sweep", f"--config={CONFIG}", *OVERRIDES,
+    assert record["argv"] == ["-m", "chinchax.cli", "sweep", f"--config={CONFIG}", *OVERRIDES,
                               "--workdir=gs://b/w"]
     seen.append(record["env"])
   assert [e["JAX_PROCESS_ID"] for e in seen] == ["0", "1", "2"]
@@ -270,8 +270,8 @@ def test_gpu_one_host_runs_here_without_a_process_group(capsys):
   assert argv[0] == "env" and "XLA_PYTHON_CLIENT_MEM_FRACTION=0.8" in argv
   assert ("XLA_FLAGS=--xla_gpu_enable_latency_hiding_scheduler=true --xla_foo=1") in argv
   assert not any(a.startswith("JAX_") for a in argv)
-  i = argv.index("chinchax.sweeps.cli")
-  assert argv[i - 2:] == [sys.executable, "-m", "chinchax.sweeps.cli", "sweep", f"--config={CONFIG}",
+  i = argv.index("chinchax.cli")
+  assert argv[i - 2:] == [sys.executable, "-m", "chinchax.cli", "sweep", f"--config={CONFIG}",
                           "--workdir=runs"]
 
 
@@ -302,11 +302,11 @@ def test_local_creates_venv_installs_and_runs(capsys, checkout):
   py = str(venv / "bin" / "python")
   assert lines == [[sys.executable, "-m", "venv", str(venv)],
                    [py, "-m", "pip", "install", "--quiet", "-e", "."],
-                   [py, "-m", "chinchax.sweeps.cli", "sweep", f"--config={CONFIG}", *OVERRIDES]]
+                   [py, "-m", "chinchax.cli", "sweep", f"--config={CONFIG}", *OVERRIDES]]
   (venv / "bin").mkdir(parents=True)
   (venv / "bin" / "python").write_text("")
   lines = dry_run(capsys, local.main, f"--venv={venv}")
-  assert [a[1:3] for a in lines] == [["-m", "pip"], ["-m", "chinchax.sweeps.cli"]]
+  assert [a[1:3] for a in lines] == [["-m", "pip"], ["-m", "chinchax.cli"]]
 
 
 def test_local_install_needs_the_checkout_root(capsys, tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import shlex
 
 import pytest
 
-from chinchax.sweeps import cli
+from chinchax import cli
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

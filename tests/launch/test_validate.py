@@ -75,7 +75,7 @@ def test_the_tokenizer_reaches_every_gpu_host(capsys, tmp_path, monkeypatch):
   copies = [s for s in steps if s[0] == "scp"]
   assert copies == [["scp", "spm.model", f"{h}:chinchax/tokenizer/spm.model"]
                     for h in ("g0", "g1")]
-  starts = [s[-1] for s in steps if s[0] == "ssh" and "sweeps.cli" in s[-1]]
+  starts = [s[-1] for s in steps if s[0] == "ssh" and "chinchax.cli" in s[-1]]
   assert len(starts) == 2 and all("spm_model=tokenizer/spm.model" in s for s in starts)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from chinchax.models import shapes
-from chinchax.sweeps.cli import models as cli
+from chinchax.cli import models as cli
 from chinchax.scaling import conventions
 from chinchax.errors import UserError
 

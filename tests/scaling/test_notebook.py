@@ -112,7 +112,7 @@ def test_a_law_from_published_coefficients_plans_as_the_same_law_json(tmp_path):
 @pytest.mark.slow
 def test_chinchax_law_then_plan_as_processes(tmp_path):
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  cmd = [sys.executable, "-m", "chinchax.sweeps.cli"]
+  cmd = [sys.executable, "-m", "chinchax.cli"]
   made = subprocess.run(cmd + ["law", *(f"--{k}={v}" for k, v in MUENNIGHOFF.items()),
                                f"--out={tmp_path}/m.json", "--fitted-C=1e18,1e22"],
                         cwd=root, capture_output=True, text=True, timeout=120)
@@ -127,7 +127,7 @@ def test_chinchax_law_then_plan_as_processes(tmp_path):
 
 
 def test_plan_reads_a_file_of_the_five_coefficients_alone(tmp_path, capsys):
-  from chinchax.sweeps import cli  # pylint: disable=g-import-not-at-top
+  from chinchax import cli  # pylint: disable=g-import-not-at-top
   path = tmp_path / "paper.json"
   path.write_text(json.dumps({**MUENNIGHOFF, "reference": "Muennighoff et al. 2023"}))
   assert cli.run(["plan", f"--law={path}", "--flops=1e21", "--json"]) == 0

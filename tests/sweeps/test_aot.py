@@ -16,7 +16,8 @@ from chinchax.models.config import ModelConfig
 from chinchax.scaling.conventions import Shape
 from chinchax.errors import UserError
 from chinchax.sweeps.accel import aot, hardware, readiness
-from chinchax.sweeps import cli, dry_run, table
+from chinchax import cli
+from chinchax.sweeps import dry_run, table
 from chinchax.sweeps.train import optimizer
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps.configs import gpu_node, tiny, tpu_v5p

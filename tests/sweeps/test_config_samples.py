@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from chinchax.sweeps import cli
+from chinchax import cli
 
 CONFIGS = ("tiny", "smoke", "gpu_node", "tpu_v5p")
 _SAMPLE = re.compile(r"^(cell |-{5}|C[\d.e]+-N|\d+ cells, |time |sizes per budget|C=)")

@@ -14,7 +14,7 @@ import pytest
 import tensorflow_datasets as tfds
 
 from chinchax.errors import UserError
-from chinchax.sweeps import cli
+from chinchax import cli
 from chinchax.sweeps.data import pipeline, prepare, text_builder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -214,7 +214,7 @@ def test_prepare_runs_with_tensorflow_unimportable(tmp_path):
       "    if name.split('.')[0] == 'tensorflow': return None\n"
       "    return self.f.find_spec(name, path, target)\n"
       "sys.meta_path[:] = [Hide(f) for f in sys.meta_path]\n"
-      "from chinchax.sweeps import cli\n"
+      "from chinchax import cli\n"
       f"rc = cli.run(['data', 'prepare', '--input={tmp_path / 'in'}', '--name=notf', "
       f"'--out={tmp_path / 'out'}', '--tokenizer=bytes', '--val_fraction=0.2'])\n"
       "from chinchax.sweeps.data import pipeline\n"

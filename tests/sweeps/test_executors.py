@@ -17,8 +17,8 @@ from chinchax.scaling.conventions import Shape
 from chinchax.sweeps.train import checkpoint
 from chinchax.sweeps.train import stop as stop_lib
 from chinchax.sweeps import executors, spec as spec_lib, sweep
-from chinchax.sweeps.cli import flags
-from chinchax.sweeps.cli import sweep as cli_sweep
+from chinchax.cli import flags
+from chinchax.cli import sweep as cli_sweep
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.job import Job
 from chinchax.sweeps.train import loop
@@ -50,7 +50,7 @@ def resumed(tmp_path_factory):
   """A local sweep SIGKILLed once its first cell's result.json appears, then rerun."""
   wd = tmp_path_factory.mktemp("local") / "sweep"
   env = dict(os.environ, PYTHONPATH=ROOT)
-  cmd = [sys.executable, "-m", "chinchax.sweeps.cli", "sweep", *sweep_helper.argv(str(wd))]
+  cmd = [sys.executable, "-m", "chinchax.cli", "sweep", *sweep_helper.argv(str(wd))]
   proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)
   deadline = time.time() + 300

@@ -4,9 +4,9 @@ and warns when a budget cannot enter Approach 2 (before any run is trained)."""
 import re
 
 from chinchax.scaling.isoflop import MIN_SIZES
-from chinchax.sweeps import cli
+from chinchax import cli
 from chinchax.sweeps import spec as spec_lib
-from chinchax.sweeps.cli import flags
+from chinchax.cli import flags
 
 
 def _dry_run(capsys, *overrides):

@@ -12,7 +12,7 @@ import pytest
 from chinchax.scaling import forecast as forecast_lib
 from chinchax.scaling import law as law_lib
 from chinchax.scaling import optimum as opt
-from chinchax.sweeps import cli
+from chinchax import cli
 from chinchax.sweeps.train import loop
 from tests.helpers.sweep_helper import TRUTH, synthetic_argv, synthetic_train
 
@@ -124,7 +124,7 @@ def test_a_sweep_refuses_a_missing_forecast_before_training(tmp_path, monkeypatc
 def test_forecast_and_score_as_processes(tmp_path):
   """The console script end to end: write a forecast, score it against a runs.jsonl."""
   law, out, score = _law_file(tmp_path), tmp_path / "f.json", tmp_path / "s.json"
-  cmd = [sys.executable, "-m", "chinchax.sweeps.cli"]
+  cmd = [sys.executable, "-m", "chinchax.cli"]
   env = {**os.environ, "JAX_PLATFORMS": "cpu"}
   p = subprocess.run([*cmd, "forecast", f"--law={law}", "--params=1e5", "--tokens=2e7",
                       f"--out={out}"], capture_output=True, text=True, env=env, check=False)

@@ -10,7 +10,8 @@ import json
 
 from chinchax import atomic
 from chinchax.errors import UserError
-from chinchax.sweeps import cli, fit_adapter, lock
+from chinchax import cli
+from chinchax.sweeps import fit_adapter, lock
 from chinchax.sweeps.train import loop
 
 from tests.helpers import sweep_helper

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from chinchax.errors import UserError
-from chinchax.sweeps import cli
+from chinchax import cli
 from chinchax.sweeps.accel import gpu_aot, hardware
 from tests.helpers import aot_util
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from chinchax.scaling import hparams_file, hparams_fit, hparams_law
-from chinchax.sweeps import cli, grid, recipe as recipe_lib
+from chinchax import cli
+from chinchax.sweeps import grid, recipe as recipe_lib
 from chinchax.sweeps.configs import hparams_smoke, tiny
 from chinchax.sweeps.train import loop
 from tests.helpers import sweep_helper

@@ -144,7 +144,7 @@ def test_gs_the_lease_is_renewed_while_held(lease, monkeypatch):
 def test_a_second_sweep_on_the_same_workdir_is_refused_and_runs_jsonl_stays_whole(tmp_path):
   wd = tmp_path / "sweep"
   env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
-  cmd = [sys.executable, "-m", "chinchax.sweeps.cli", "sweep", *sweep_helper.argv(str(wd))]
+  cmd = [sys.executable, "-m", "chinchax.cli", "sweep", *sweep_helper.argv(str(wd))]
   first = subprocess.Popen(cmd, env=env, cwd=ROOT, text=True, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
   deadline = time.time() + 300

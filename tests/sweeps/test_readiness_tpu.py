@@ -37,7 +37,7 @@ def test_fsdp_and_shard_grad_op_as_compiled_for_a_v5p_slice():
 
 def _dry_run(env: dict) -> dict:
   done = subprocess.run(
-      [sys.executable, "-m", "chinchax.sweeps.cli", "sweep", "--config=sweeps/configs/tiny.py",
+      [sys.executable, "-m", "chinchax.cli", "sweep", "--config=sweeps/configs/tiny.py",
        "--dry-run", "--compile=v5e:2x2", "--json", "--config.recipe.batch_multiple=4"],
       cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
   assert done.returncode == 0, done.stderr[-3000:]

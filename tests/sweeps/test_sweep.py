@@ -8,7 +8,8 @@ import os
 import pytest
 
 from chinchax.scaling import law as law_lib
-from chinchax.sweeps import cli, data, estimate, grid, sweep, table
+from chinchax import cli
+from chinchax.sweeps import data, estimate, grid, sweep, table
 from chinchax.sweeps.configs import tiny
 from chinchax.sweeps.data import pipeline
 from chinchax.sweeps.train import loop

@@ -22,7 +22,7 @@ ROOT = tu.ROOT
 
 def _sweep(wd, env):
   # --verbose: the cells' own lines ("resumed from step N") are part of what is checked.
-  cmd = [sys.executable, "-m", "chinchax.sweeps.cli", "sweep", *sweep_helper.argv(str(wd)),
+  cmd = [sys.executable, "-m", "chinchax.cli", "sweep", *sweep_helper.argv(str(wd)),
          "--verbose"]
   return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
 

@@ -23,9 +23,10 @@ import pytest
 from chinchax.scaling import records
 from chinchax.scaling import law as law_lib
 from chinchax.sweeps.train import checkpoint, metrics
-from chinchax.sweeps import cli, spec as spec_lib
-from chinchax.sweeps.cli import flags
-from chinchax.sweeps.cli import sweep as cli_sweep
+from chinchax import cli
+from chinchax.sweeps import spec as spec_lib
+from chinchax.cli import flags
+from chinchax.cli import sweep as cli_sweep
 from chinchax.sweeps.train import loop
 
 from tests.helpers import sweep_helper

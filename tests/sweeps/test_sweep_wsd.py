@@ -7,9 +7,10 @@ import pytest
 
 from chinchax.scaling import law as law_lib
 from chinchax.errors import UserError
-from chinchax.sweeps import cli, wsd
+from chinchax import cli
+from chinchax.sweeps import wsd
 from chinchax.sweeps import spec as spec_lib
-from chinchax.sweeps.cli import flags
+from chinchax.cli import flags
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.train import loop
 

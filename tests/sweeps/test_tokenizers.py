@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from chinchax.errors import UserError
-from chinchax.sweeps.cli import tokenizer as cli_tokenizer
+from chinchax.cli import tokenizer as cli_tokenizer
 from chinchax.sweeps.data import tokenizers
 
 TEXTS = ["", "hello world\n", "naïve café — 東京 🚀\n\tindent", "def f(x):\n    return x  # 42\n"]

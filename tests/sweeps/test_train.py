@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from tests.helpers import train_util as tu
-from chinchax.sweeps import cli
-from chinchax.sweeps.cli import flags
-from chinchax.sweeps.cli import train as cli_train
+from chinchax import cli
+from chinchax.cli import flags
+from chinchax.cli import train as cli_train
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.data import pipeline
 from chinchax.sweeps.train import config as run_config

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from chinchax.sweeps.cli import fit as cli_fit
+from chinchax.cli import fit as cli_fit
 from chinchax.errors import UserError
 from chinchax.scaling.runs import load_runs
 

@@ -27,7 +27,7 @@ from chinchax.scaling import parametric
 from chinchax.scaling import runs as runs_lib
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.errors import UserError
-from chinchax.sweeps.cli import argtypes
+from chinchax.cli import argtypes
 
 # Flags that mean something else here than in `chinchax plan` (or did before): one line.
 _RENAMED = {

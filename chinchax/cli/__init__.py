@@ -16,20 +16,20 @@ from chinchax.sweeps.hosts import watch
 
 # name -> (module, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "sweep": ("chinchax.sweeps.cli.sweep", "train a sweep grid (resumable), fit it, write report.md"),
-    "train": ("chinchax.sweeps.cli.train", "train one model (one sweep cell) end to end"),
-    "fit": ("chinchax.sweeps.cli.fit", "fit scaling laws to runs and write law.json"),
-    "fit-hparams": ("chinchax.sweeps.cli.fit_hparams",
+    "sweep": ("chinchax.cli.sweep", "train a sweep grid (resumable), fit it, write report.md"),
+    "train": ("chinchax.cli.train", "train one model (one sweep cell) end to end"),
+    "fit": ("chinchax.cli.fit", "fit scaling laws to runs and write law.json"),
+    "fit-hparams": ("chinchax.cli.fit_hparams",
                     "fit optimal peak LR and batch laws to an LR x batch grid of runs"),
-    "plan": ("chinchax.sweeps.cli.plan", "plan N and D for a compute budget from a law"),
-    "forecast": ("chinchax.sweeps.cli.forecast", "write a law's forecast for a run; score it "
+    "plan": ("chinchax.cli.plan", "plan N and D for a compute budget from a law"),
+    "forecast": ("chinchax.cli.forecast", "write a law's forecast for a run; score it "
                  "after"),
-    "law": ("chinchax.sweeps.cli.law", "write a law.json from published coefficients"),
-    "models": ("chinchax.sweeps.cli.models", "print the shape recipe's table of model sizes"),
-    "tokenizer": ("chinchax.sweeps.cli.tokenizer", "train a SentencePiece tokenizer on a corpus"),
-    "data": ("chinchax.sweeps.cli.data", "prepare raw text (jsonl/parquet/txt) as array_record"),
-    "eval": ("chinchax.sweeps.cli.eval", "evaluate a run's checkpoints on extra held-out sets"),
-    "report": ("chinchax.sweeps.cli.report", "rebuild a sweep workdir's report.md"),
+    "law": ("chinchax.cli.law", "write a law.json from published coefficients"),
+    "models": ("chinchax.cli.models", "print the shape recipe's table of model sizes"),
+    "tokenizer": ("chinchax.cli.tokenizer", "train a SentencePiece tokenizer on a corpus"),
+    "data": ("chinchax.cli.data", "prepare raw text (jsonl/parquet/txt) as array_record"),
+    "eval": ("chinchax.cli.eval", "evaluate a run's checkpoints on extra held-out sets"),
+    "report": ("chinchax.cli.report", "rebuild a sweep workdir's report.md"),
 }
 
 USAGE = "usage: chinchax COMMAND [ARGS...]  (chinchax COMMAND --help for its flags)\n\ncommands:\n" + "\n".join(

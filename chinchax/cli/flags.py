@@ -21,7 +21,7 @@ import ml_collections
 from chinchax import atomic
 from chinchax.errors import UserError
 from chinchax.sweeps import configs, console
-from chinchax.sweeps.cli import help as help_lib
+from chinchax.cli import help as help_lib
 
 
 class ArgParser(argparse.ArgumentParser):

@@ -3,7 +3,7 @@ law.json (sweeps/report.py; `chinchax sweep` writes it at the end)."""
 
 from chinchax import atomic
 from chinchax.sweeps import report
-from chinchax.sweeps.cli import flags
+from chinchax.cli import flags
 
 
 def main(argv: list[str]) -> int:

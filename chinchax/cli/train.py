@@ -22,7 +22,7 @@ from chinchax.sweeps.accel import compile_cache
 from chinchax.sweeps import console, forecast_score, job, lock, wsd
 from chinchax.sweeps.hosts import distributed
 from chinchax.sweeps.train import describe
-from chinchax.sweeps.cli import exit_status, flags
+from chinchax.cli import exit_status, flags
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "train.py")
 

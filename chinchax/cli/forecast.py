@@ -21,8 +21,8 @@ from chinchax.scaling import fmt
 from chinchax.scaling import forecast as forecast_lib
 from chinchax.scaling.law import ScalingLaw
 from chinchax.sweeps import forecast_score
-from chinchax.sweeps.cli import argtypes
-from chinchax.sweeps.cli.plan import _number
+from chinchax.cli import argtypes
+from chinchax.cli.plan import _number
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -22,7 +22,7 @@ from chinchax import atomic
 from chinchax.errors import UserError
 from chinchax.sweeps import console
 from chinchax.sweeps.data import pipeline, prepare, tokenizers
-from chinchax.sweeps.cli import argtypes
+from chinchax.cli import argtypes
 
 
 def _parser() -> argparse.ArgumentParser:

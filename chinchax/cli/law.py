@@ -18,8 +18,8 @@ from chinchax import atomic
 from chinchax.scaling import coefficients
 from chinchax.scaling import law_text
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
-from chinchax.sweeps.cli import plan as plan_cli
-from chinchax.sweeps.cli import argtypes
+from chinchax.cli import plan as plan_cli
+from chinchax.cli import argtypes
 
 
 def _pair(text: str) -> tuple[float, float]:

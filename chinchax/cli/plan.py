@@ -24,7 +24,7 @@ from chinchax.scaling import coefficients
 from chinchax.scaling import presets
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.errors import UserError
-from chinchax.sweeps.cli import argtypes
+from chinchax.cli import argtypes
 from chinchax.scaling.law import ScalingLaw
 
 _SUFFIXES = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}

@@ -7,7 +7,7 @@ Each selected checkpoint is evaluated on the run's validation set and on every e
 or prepared TFDS dataset; the rows go to DIR/eval_probe.jsonl (sweeps/train/probe.py).
 """
 
-from chinchax.sweeps.cli import flags
+from chinchax.cli import flags
 
 
 def main(argv: list[str]) -> int:

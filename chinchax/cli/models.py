@@ -13,7 +13,7 @@ import numpy as np
 from chinchax.models.shapes import shape_for_params
 from chinchax.scaling import conventions
 from chinchax.errors import UserError
-from chinchax.sweeps.cli import flags
+from chinchax.cli import flags
 
 HEADER = ("N target", "d_model", "layers", "heads", "d_ff", "N total", "N non-emb",
           "FLOPs/tok 6N", "FLOPs/tok chinchilla", "head_dim", "d/L", "d_ff/d")

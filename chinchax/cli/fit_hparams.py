@@ -17,7 +17,7 @@ import sys
 
 from chinchax import atomic
 from chinchax.scaling import hparams_fit, hparams_law, hparams_text
-from chinchax.sweeps.cli import argtypes
+from chinchax.cli import argtypes
 
 
 def _tol(text: str) -> float:

@@ -18,7 +18,7 @@ from chinchax.sweeps.accel import compile_cache
 from chinchax.sweeps import console, dry_run, executors, lock, spec as spec_lib
 from chinchax.sweeps.hosts import distributed
 from chinchax.sweeps import sweep
-from chinchax.sweeps.cli import exit_status, flags
+from chinchax.cli import exit_status, flags
 
 DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "smoke.py")
 

@@ -10,7 +10,7 @@ model with `DataConfig(tokenizer="spm", spm_model="DIR/spm.model")`.
 """
 
 from chinchax import atomic
-from chinchax.sweeps.cli import flags
+from chinchax.cli import flags
 from chinchax.sweeps.data import text_builder, train_tokenizer
 
 

@@ -1,0 +1,5 @@
+"""`python -m chinchax.cli ...` is the `chinchax` console script."""
+
+from chinchax.cli import main
+
+main()

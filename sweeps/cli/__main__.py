@@ -1,5 +1,0 @@
-"""`python -m chinchax.sweeps.cli ...` is the `chinchax` console script."""
-
-from chinchax.sweeps.cli import main
-
-main()
