@@ -28,16 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from chinchax.scaling import bootstrap as bootstrap_lib
-from chinchax.scaling import agreement
+from chinchax.errors import UserError
 from chinchax.scaling import backtest, backtest_doc
+from chinchax.scaling import bootstrap as bootstrap_lib
 from chinchax.scaling import caveats
 from chinchax.scaling import data_checks
 from chinchax.scaling import dc_two_stage
 from chinchax.scaling import envelope, isoflop, isoflop_bootstrap, parametric, power
-from chinchax.scaling import law_build
 from chinchax.scaling import fit_checks
-from chinchax.errors import UserError
+from chinchax.scaling import law_build
 from chinchax.scaling.law import ScalingLaw
 from chinchax.scaling.runs import Runs
 
@@ -226,7 +225,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
       entries[k]["backtest"] = backtest_doc.miss(bt, k)
   for k in sorted(entries):
     warnings += [f"Approach {k}: {w}" for w in entries[k]["warnings"]]
-  disagreements = agreement.agreement(entries)
+  disagreements = caveats.agreement(entries)
   warnings += disagreements
   if entries:
     approach, why = caveats.recommend(entries, list(o.approaches) if explicit else None)

@@ -4,7 +4,6 @@ the largest fitted budget up."""
 
 from chinchax.scaling import caveats
 from chinchax.scaling import fmt
-from chinchax.scaling import identified
 from chinchax.scaling import law_build
 from chinchax.scaling.law import ScalingLaw
 
@@ -54,7 +53,7 @@ def summary(law: ScalingLaw, n_runs: int) -> str:
   e3 = doc["approaches"].get("3")
   if e3:
     state = "poorly determined, not the answer" if e3.get("problems") else "well determined"
-    unknown = identified.unidentified(e3)
+    unknown = caveats.unidentified(e3)
     if unknown and not e3.get("problems"):
       state = f"a and b well determined; unidentified: {', '.join(unknown)}"
     lines += [f"Approach 3's law L = E + A/N^alpha + B/D^beta ({state}); Huber objective "

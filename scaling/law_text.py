@@ -3,8 +3,8 @@
 
 import math
 
+from chinchax.scaling import caveats
 from chinchax.scaling import fmt
-from chinchax.scaling import identified
 from chinchax.scaling import law_schema
 
 
@@ -43,7 +43,7 @@ def short(law) -> str:
            f"  recommended: Approach {rec['approach']}; {len(law.warnings)} warnings "
            "(.warnings)",
            f"  {_origin(law)}"]
-  unknown = identified.unidentified(law.doc["ci"] or {})
+  unknown = caveats.unidentified(law.doc["ci"] or {})
   if unknown:
     lines.append(f"  unidentified: {', '.join(unknown)}")
   return "\n".join(lines)

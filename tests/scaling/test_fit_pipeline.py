@@ -7,13 +7,12 @@ import numpy as np
 import pytest
 
 import chinchax
-from chinchax.scaling import agreement
+from chinchax.errors import UserError
 from chinchax.scaling import caveats
 from chinchax.scaling import fmt
 from chinchax.scaling import isoflop
 from chinchax.scaling import isoflop_bootstrap
 from chinchax.scaling import law as law_lib
-from chinchax.errors import UserError
 from tests.helpers import synthetic_law as syn
 
 
@@ -91,19 +90,19 @@ def test_disagreeing_approaches_are_named_with_both_values():
       "3": {"a": 0.351, "b": 0.649, "alpha": 0.7, "beta": 0.35, "problems": [],
             "ci": {"level": 0.9, "a": [0.34, 0.36], "b": [0.64, 0.66]}},
   }
-  wa, wb = agreement.agreement(entries)
+  wa, wb = caveats.agreement(entries)
   assert wa.startswith("Approaches 2 and 3 disagree on a: 0.452 [0.440, 0.460] vs 0.351 "
                        "[0.340, 0.360], disjoint intervals")
   assert wb.startswith("Approaches 2 and 3 disagree on b: 0.548")
   assert "asymmetric exponents (alpha=0.7, beta=0.35)" in wa
   entries["3"]["ci"]["a"] = [0.34, 0.441]
-  (w,) = agreement.agreement(entries)  # b alone still apart
+  (w,) = caveats.agreement(entries)  # b alone still apart
   assert w.startswith("Approaches 2 and 3 disagree on b: 0.548 [0.540, 0.560] vs 0.649 "
                       "[0.640, 0.660]")
   entries["3"]["ci"]["b"] = [0.56, 0.66]
-  assert agreement.agreement(entries) == []  # touching intervals overlap
+  assert caveats.agreement(entries) == []  # touching intervals overlap
   del entries["2"]["ci"]
-  assert agreement.agreement(entries) == []  # nothing to compare
+  assert caveats.agreement(entries) == []  # nothing to compare
 
 
 def test_what_makes_approach_3_poorly_determined():

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from chinchax.scaling import agreement, intervals
 from chinchax.errors import UserError
+from chinchax.scaling import caveats, intervals
 
 THETA = np.array([1.69, 406.4, 410.7, 0.34, 0.28])
 
@@ -73,9 +73,9 @@ def _entry(a, lo, hi, **extra):
 
 def test_agreement_is_quiet_when_intervals_overlap():
   entries = {"2": _entry(0.45, 0.43, 0.47), "3": _entry(0.46, 0.44, 0.48, alpha=0.34, beta=0.28)}
-  assert agreement.agreement(entries) == []
+  assert caveats.agreement(entries) == []
   entries["1"] = {"a": 0.2, "b": 0.8}  # no interval: not compared
-  assert agreement.agreement(entries) == []
+  assert caveats.agreement(entries) == []
 
 
 def test_agreement_names_both_values_and_the_likely_cause():
@@ -83,7 +83,7 @@ def test_agreement_names_both_values_and_the_likely_cause():
           {"C": 1e22, "off_centre": 0.5, "parabola_bias": 0.01}]
   entries = {"2": _entry(0.452, 0.44, 0.46, method="parabola", diagnostics=diag),
              "3": _entry(0.353, 0.34, 0.366, alpha=0.7, beta=0.38)}
-  out = agreement.agreement(entries)
+  out = caveats.agreement(entries)
   assert len(out) == 2  # a and b
   assert out[0].startswith("Approaches 2 and 3 disagree on a: 0.452 [0.440, 0.460] vs 0.353 "
                            "[0.340, 0.366]")
@@ -93,5 +93,5 @@ def test_agreement_names_both_values_and_the_likely_cause():
     assert "asymmetric exponents (alpha=0.7, beta=0.38)" in w
     assert "off-centre grids" in w and "C=1e+21 at 0.10" in w and "1e+22" not in w
   # Nothing specific known: the generic cause.
-  plain = agreement.agreement({"1": _entry(0.6, 0.58, 0.62), "2": _entry(0.5, 0.49, 0.51)})
+  plain = caveats.agreement({"1": _entry(0.6, 0.58, 0.62), "2": _entry(0.5, 0.49, 0.51)})
   assert len(plain) == 2 and "the law's form may not fit these runs" in plain[0]
