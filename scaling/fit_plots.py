@@ -1,20 +1,62 @@
-"""The figures of a fit (scaling.plots, scaling.plot_residuals), each as PNG and SVG:
+"""The figures of a fit (drawn with scaling.plots), each as PNG and SVG:
 
 * isoflops: the IsoFLOP profiles with their fitted curves and minima (Approach 2);
 * optimal: N*(C) and D*(C) of every approach with their bootstrap bands, the fitted range of
   C marked and the extrapolation beyond it shaded;
 * law: the loss contours of the parametric law, every budget line labelled;
 * residuals: loss - fitted loss by budget and by N (the parametric law, else the profiles).
-"""
+
+The residuals show where a law misses the runs (a trend along N inside a budget, or one
+budget off as a whole), which its intervals do not show. The fitted loss is the parametric law L = E + A/N^α + B/D^β when there is one (Approach 3),
+otherwise each budget's IsoFLOP profile (Approach 2), at the runs' own N and D."""
 
 import os
+from typing import Callable
 
+from matplotlib.figure import Figure
 import numpy as np
 
-from chinchax.scaling import plot_residuals, plots
-from chinchax.scaling import runs as runs_lib
+from chinchax.scaling import plots, runs as runs_lib
 from chinchax.scaling.fit_pipeline import Fitted
 from chinchax.scaling.isoflop import budget_C
+from chinchax.scaling.runs import budget_groups, Runs
+
+
+def parametric(E: float, A: float, B: float, alpha: float, beta: float) -> Callable:
+  return lambda N, D: E + A / N**alpha + B / D**beta
+
+
+def residuals(runs: Runs, predict: Callable) -> np.ndarray:
+  return runs.loss - predict(runs.N, runs.D)
+
+
+def residual_figure(runs: Runs, r: np.ndarray, title: str) -> Figure:
+  """Left: residual against each run's budget C; right: against N, a colour per budget."""
+  fig = Figure(figsize=(11, 4.2))
+  by_C, by_N = fig.subplots(1, 2, sharey=True)
+  groups = budget_groups(runs)
+  for color, idx in zip(plots._colors(len(groups)), groups):  # pylint: disable=protected-access
+    C = float(np.exp(np.mean(np.log(runs.C[idx]))))
+    ok = idx[np.isfinite(r[idx])]
+    by_C.scatter(np.full(len(ok), C), r[ok], color=color, s=18, zorder=3)
+    order = ok[np.argsort(runs.N[ok])]
+    by_N.plot(runs.N[order], r[order], "o-", color=color, ms=4, lw=0.8, label=f"C = {C:.2g}")
+  for ax, xlabel in ((by_C, f"C (training FLOPs, {runs.flops})"),
+                     (by_N, f"N (parameters, {runs.params})")):
+    ax.axhline(0.0, color="black", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.grid(True, which="both", alpha=0.3)
+  by_C.margins(x=0.2)
+  by_C.set_ylabel("loss - fitted loss (nats/token)")
+  by_N.legend(fontsize=8)
+  fig.suptitle(title)
+  return fig
+
+
+def plot_residuals(runs: Runs, r: np.ndarray, stem: str, title: str) -> list[str]:
+  return plots._save(residual_figure(runs, r, title), stem)  # pylint: disable=protected-access
+
 
 LABELS = {"1": "Approach 1", "2": "Approach 2", "3": "Approach 3"}
 PARAMETRIC = ("E", "A", "B", "alpha", "beta")
@@ -39,7 +81,7 @@ def write_plots(fitted: Fitted, folder: str) -> list[str]:
                               budgets=budgets)
   r, title = _residuals(fitted)
   if r is not None:
-    written += plot_residuals.plot_residuals(runs, r, os.path.join(folder, "residuals"), title)
+    written += plot_residuals(runs, r, os.path.join(folder, "residuals"), title)
   return written
 
 
@@ -48,8 +90,8 @@ def _residuals(fitted: Fitted):
   runs = fitted.runs
   three = fitted.doc["approaches"].get("3", {})
   if all(k in three for k in PARAMETRIC):
-    law = plot_residuals.parametric(*(three[k] for k in PARAMETRIC))
-    return plot_residuals.residuals(runs, law), "Residuals of Approach 3's law"
+    law = parametric(*(three[k] for k in PARAMETRIC))
+    return residuals(runs, law), "Residuals of Approach 3's law"
   fit = fitted.fits.get("2")
   if fit is None:
     return None, None

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from matplotlib.collections import PolyCollection
 
-from chinchax.scaling import fit_pipeline, fit_plots, plot_residuals, plots
+from chinchax.scaling import fit_pipeline, fit_plots, plots
 from chinchax.scaling.runs import make_runs
 
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28
@@ -98,9 +98,9 @@ def test_residuals_by_budget_and_by_N():
   noise = 0.01 * rng.standard_normal(len(N))
   loss = E + A / N**ALPHA + B / D**BETA + noise
   runs = make_runs(N, D, loss, budget=budgets)
-  r = plot_residuals.residuals(runs, plot_residuals.parametric(E, A, B, ALPHA, BETA))
+  r = fit_plots.residuals(runs, fit_plots.parametric(E, A, B, ALPHA, BETA))
   np.testing.assert_allclose(r, noise, atol=1e-12)
-  fig = plot_residuals.residual_figure(runs, r, "t")
+  fig = fit_plots.residual_figure(runs, r, "t")
   by_C, by_N = fig.axes
   xy = np.concatenate([c.get_offsets() for c in by_C.collections])
   np.testing.assert_allclose(np.sort(xy[:, 1]), np.sort(noise), atol=1e-12)
