@@ -32,10 +32,9 @@ from chinchax.errors import UserError
 from chinchax.scaling import backtest, backtest_doc
 from chinchax.scaling import bootstrap as bootstrap_lib
 from chinchax.scaling import caveats
-from chinchax.scaling import data_checks
+from chinchax.scaling import checks
 from chinchax.scaling import dc_two_stage
 from chinchax.scaling import envelope, isoflop, isoflop_bootstrap, parametric, power
-from chinchax.scaling import fit_checks
 from chinchax.scaling import law_build
 from chinchax.scaling.law import ScalingLaw
 from chinchax.scaling.runs import Runs
@@ -99,9 +98,9 @@ def _unique(items) -> list[str]:
 
 
 def _interval_block(draws: dict[str, np.ndarray], names, level, entry) -> dict:
-  """Percentile intervals, each widened to hold its estimate (`fit_checks.holding`)."""
+  """Percentile intervals, each widened to hold its estimate (`checks.holding`)."""
   return {"level": float(level),
-          **{k: fit_checks.holding(law_build.quantiles(draws[k], level), entry.get(k))
+          **{k: checks.holding(law_build.quantiles(draws[k], level), entry.get(k))
              for k in names if len(draws[k])}}
 
 
@@ -135,10 +134,10 @@ def _approach3(runs: Runs, o: Options, log) -> tuple[dict, Any, np.ndarray | Non
                  **dict(zip(power.NAMES, P.T))}
       entry["ci"] = _interval_block(columns, ("E", "A", "B", "alpha", "beta", "a", "b"), o.ci,
                                     entry)
-      entry["warnings"] += fit_checks.shifted(entry, columns, o.ci)
-  entry["lack_of_fit"] = fit_checks.approach3(runs, fit3)
+      entry["warnings"] += checks.shifted(entry, columns, o.ci)
+  entry["lack_of_fit"] = checks.approach3(runs, fit3)
   if (entry["lack_of_fit"] or {}).get("fits") is False:
-    entry["warnings"].append(fit_checks.approach3_message(entry["lack_of_fit"]))
+    entry["warnings"].append(checks.approach3_message(entry["lack_of_fit"]))
   entry["problems"] = caveats.approach3_problems(entry, len(runs))
   return entry, fit3, samples
 
@@ -151,7 +150,7 @@ def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict
   fit, caught = _quiet(fit_fn, runs, **kw)
   entry = fit.to_dict()
   entry["warnings"] = _unique([*getattr(fit, "dropped", ()), *getattr(fit, "warnings", ()),
-                               *fit_checks.unprefixed(caught, name)])
+                               *checks.unprefixed(caught, name)])
   entry["ci"], entry["bootstrap"], draws = None, None, None
   if o.bootstrap:
     log(f"bootstrap: {o.bootstrap} resamples of Approach {name} ...")
@@ -160,7 +159,7 @@ def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict
     except UserError as e:
       entry["warnings"].append(f"no interval: {e}")
       return entry, fit, None
-    entry["warnings"] = _unique([*entry["warnings"], *fit_checks.unprefixed(caught, name)])
+    entry["warnings"] = _unique([*entry["warnings"], *checks.unprefixed(caught, name)])
     failed, n = int(boot["n_failed"]), int(boot["n_resamples"])
     entry["bootstrap"] = {"kind": boot.get("kind", {"2": "residual", "1": "curves"}[name]),
                           "n_resamples": n, "dropped": failed, "seed": o.seed}
@@ -175,7 +174,7 @@ def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict
                                  "and were left out of the interval")
       draws = {k: np.asarray(boot[k], np.float64) for k in power.NAMES}
       entry["ci"] = _interval_block(draws, power.NAMES, o.ci, entry)
-      entry["warnings"] += fit_checks.shifted(entry, draws, o.ci)
+      entry["warnings"] += checks.shifted(entry, draws, o.ci)
   return entry, fit, draws
 
 
@@ -188,7 +187,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   check_options(o)
   log = log or (lambda _: None)
   wanted, explicit = _wanted(o)
-  warnings, notes = data_checks.warnings(runs), []
+  warnings, notes = checks.data_warnings(runs), []
   if runs.n_failed:
     notes.append(f"{runs.n_failed} failed runs skipped")
   all_runs, repeats = runs, runs.repeats

@@ -12,7 +12,7 @@ with a warning naming it.
 The method ("auto" by default):
 * "local": `isoflop_local`, each budget's minimum from the runs near it;
 * "vp", "vp_levels", "parabola": that fit, checked for lack of fit (`lack_of_fit`): when its
-  residuals are more than lack_of_fit.RATIO times the noise local fits measure, a warning
+  residuals are more than checks.RATIO times the noise local fits measure, a warning
   names the likely cause and the local estimate is used instead;
 * "auto": "local" where every budget's lowest loss is inside (and the local fits measure
   the noise). Where some budget holds its lowest loss at an end, the joint fit can still
@@ -43,9 +43,9 @@ import dataclasses
 
 import numpy as np
 
-from chinchax.scaling import isoflop_budgets as budgets
-from chinchax.scaling import isoflop_local, isoflop_resample, lack_of_fit
 from chinchax.errors import UserError
+from chinchax.scaling import checks, isoflop_local, isoflop_resample
+from chinchax.scaling import isoflop_budgets as budgets
 from chinchax.scaling.runs import Runs, budget_groups
 
 METHODS = ("auto", "local", "vp", "vp_levels", "parabola")
@@ -137,7 +137,7 @@ def read(runs: Runs, method: str = "auto") -> Minima:
   if len(bud.C_K) < 2:
     raise budgets.too_few(len(bud.C_K), len(groups), dropped)
   y = runs.loss[bud.idx_n]
-  loc, sigma = lack_of_fit.noise(bud, y)
+  loc, sigma = checks.local_noise(bud, y)
   edge = loc.edge_RxK[0]
   target = method
   if method == "auto":  # vp only where it adds what local cannot: a minimum near an end
@@ -150,7 +150,7 @@ def read(runs: Runs, method: str = "auto") -> Minima:
     has_fit = est_m.vp is None or bool(est_m.vp.ok_R[0])
     in_window = np.isfinite(loc.fitted_Rxn[0])
     if has_fit:
-      record = lack_of_fit.check(y - fitted(bud, est_m), sigma, N_n=runs.N[bud.idx_n],
+      record = checks.lack_of_fit(y - fitted(bud, est_m), sigma, N_n=runs.N[bud.idx_n],
                                  D_n=runs.D[bud.idx_n], in_window_n=in_window, loss_n=y)
     agrees = True
     if has_fit and record["fits"] and method == "auto":
@@ -174,7 +174,7 @@ def read(runs: Runs, method: str = "auto") -> Minima:
     elif has_fit and record["fits"]:
       used = "local"
     elif has_fit:
-      messages.append(lack_of_fit.message(record, NAMES[fit_method])
+      messages.append(checks.lack_of_fit_message(record, NAMES[fit_method])
                       + "; the local estimate (each budget's minimum from the runs near it) "
                       "is used instead")
       used = "local"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from chinchax.scaling import api
-from chinchax.scaling import data_checks
+from chinchax.scaling import checks
 from chinchax.scaling import plan as plan_lib
 from chinchax.scaling import presets
 from chinchax.scaling.law import ScalingLaw
@@ -61,8 +61,8 @@ def test_swapped_columns_are_named(truth, tmp_path):
 
 def test_swap_threshold_is_most_rows():
   N = np.array([1e6, 1e6, 1e6, 1e6])
-  assert data_checks.swapped(N, np.array([1e5, 1e5, 1e8, 1e8]), "abcd") == []  # half: no
-  assert len(data_checks.swapped(N, np.array([1e5, 1e5, 1e5, 1e8]), "abcd")) == 1
+  assert checks.swapped(N, np.array([1e5, 1e5, 1e8, 1e8]), "abcd") == []  # half: no
+  assert len(checks.swapped(N, np.array([1e5, 1e5, 1e5, 1e8]), "abcd")) == 1
 
 
 def test_duplicate_rows_are_counted(truth, tmp_path):
@@ -96,8 +96,8 @@ def test_budgets_that_disagree_with_6ND_beyond_the_tolerance(truth, tmp_path, fa
 
 def test_budgets_checked_against_the_chosen_convention():
   C = np.array([1e18, 2e18])
-  assert data_checks.budgets(C, np.array([1e18, np.nan]), ["a", "b"], "chinchilla") == []
-  w = data_checks.budgets(C, np.array([1e18, 1e18]), ["a", "b"], "chinchilla")
+  assert checks.budgets(C, np.array([1e18, np.nan]), ["a", "b"], "chinchilla") == []
+  w = checks.budgets(C, np.array([1e18, 1e18]), ["a", "b"], "chinchilla")
   assert len(w) == 1 and "C (chinchilla count)" in w[0] and "b: budget 1e18, C (chinchilla count) = 2e18" in w[0]
 
 
