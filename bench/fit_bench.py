@@ -33,7 +33,7 @@ import numpy as np
 import scipy.optimize
 import scipy.special
 
-from chinchax.scaling import bootstrap, isoflop, isoflop_bootstrap, parametric
+from chinchax.scaling import isoflop, isoflop_bootstrap, parametric
 from chinchax.scaling.runs import make_runs
 
 LAW = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
@@ -81,7 +81,7 @@ def _vp_fit_and_bootstrap(N, D, L, resamples):
   fit = parametric.fit_parametric(N, D, L)
   t_fit = time.perf_counter() - t
   t = time.perf_counter()
-  samples = bootstrap.bootstrap_parametric(N, D, L, n_resamples=resamples, fit=fit)
+  samples = parametric.bootstrap_parametric(N, D, L, n_resamples=resamples, fit=fit)
   return fit, samples, t_fit, time.perf_counter() - t
 
 
@@ -96,7 +96,7 @@ def approach3(args) -> None:
         f"beta={fit.beta:.4f}  warnings={list(fit.warnings)}")
   print(f"bootstrap ({args.resamples} resamples): {t_boot:8.2f} s")
   lo, hi = np.percentile(samples, [5, 95], axis=0)
-  for k, name in enumerate(bootstrap.COLUMNS):
+  for k, name in enumerate(parametric.COLUMNS):
     print(f"  {name:5s} 90% [{lo[k]:.4g}, {hi[k]:.4g}]  truth {LAW[name]}")
   print(f"vp fit + bootstrap:    {t_fit + t_boot:8.2f} s")
   if not args.skip_multistart:

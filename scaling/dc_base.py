@@ -15,8 +15,8 @@ scaling.bootstrap does).
 import numpy as np
 
 from chinchax.errors import UserError
-from chinchax.scaling import bootstrap, parametric
 from chinchax.scaling import optimum as opt
+from chinchax.scaling import parametric
 
 MIN_BASE_RUNS = 10  # twice the base law's 5 numbers (as caveats.MIN_RUNS)
 MAX_ROUNDS = 8
@@ -70,4 +70,4 @@ def refit(N, D, loss, counts_Rxn: np.ndarray, fit3: parametric.ParametricFit,
           delta: float) -> np.ndarray:
   """(R, 5) base laws [E, A, B, alpha, beta], one per row of run counts (a resample): the
   Approach-3 bootstrap's own batched refit (scaling.bootstrap.refit)."""
-  return bootstrap.refit(N, D, loss, counts_Rxn, fit3, delta)
+  return parametric.refit(N, D, loss, counts_Rxn, fit3, delta)

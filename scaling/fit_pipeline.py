@@ -30,12 +30,12 @@ import numpy as np
 
 from chinchax.errors import UserError
 from chinchax.scaling import backtest, backtest_doc
-from chinchax.scaling import bootstrap as bootstrap_lib
 from chinchax.scaling import caveats
 from chinchax.scaling import checks
 from chinchax.scaling import dc_two_stage
 from chinchax.scaling import envelope, isoflop, isoflop_bootstrap, parametric, power
 from chinchax.scaling import law_build
+from chinchax.scaling import parametric as bootstrap_lib
 from chinchax.scaling.law import ScalingLaw
 from chinchax.scaling.runs import Runs
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from chinchax.scaling import bootstrap, intervals, parametric
 from chinchax.errors import UserError
+from chinchax.scaling import intervals, parametric
 from tests.scaling import synthetic
 
 COLUMNS = ("E", "A", "B", "alpha", "beta")
@@ -30,7 +30,7 @@ def data_and_fit():
 
 def test_percentile_interval_covers_the_truth(data_and_fit):
   data, fit = data_and_fit
-  samples = bootstrap.bootstrap_parametric(*data, n_resamples=300, fit=fit)
+  samples = parametric.bootstrap_parametric(*data, n_resamples=300, fit=fit)
   assert samples.shape == (300, 5)
   lo, hi = np.percentile(samples, [2.5, 97.5], axis=0)
   for k, name in enumerate(COLUMNS):
@@ -41,7 +41,7 @@ def test_percentile_interval_covers_the_truth(data_and_fit):
 
 def test_a_resample_is_the_weighted_refit(data_and_fit):
   (N, D, L), fit = data_and_fit
-  samples = bootstrap.bootstrap_parametric(N, D, L, n_resamples=3, seed=7, fit=fit)
+  samples = parametric.bootstrap_parametric(N, D, L, n_resamples=3, seed=7, fit=fit)
   # The same draws, each refit on its own on the resampled rows (a whole variable-projection
   # fit, tested against the 4,500-start reference in test_parametric_vp.py).
   counts = np.random.default_rng(7).multinomial(len(N), np.full(len(N), 1 / len(N)), size=3)
@@ -54,9 +54,9 @@ def test_a_resample_is_the_weighted_refit(data_and_fit):
 
 def test_reproducible_for_a_fixed_seed(data_and_fit):
   data, fit = data_and_fit
-  one = bootstrap.bootstrap_parametric(*data, n_resamples=40, seed=3, fit=fit)
-  two = bootstrap.bootstrap_parametric(*data, n_resamples=40, seed=3, fit=fit)
-  other = bootstrap.bootstrap_parametric(*data, n_resamples=40, seed=4, fit=fit)
+  one = parametric.bootstrap_parametric(*data, n_resamples=40, seed=3, fit=fit)
+  two = parametric.bootstrap_parametric(*data, n_resamples=40, seed=3, fit=fit)
+  other = parametric.bootstrap_parametric(*data, n_resamples=40, seed=4, fit=fit)
   np.testing.assert_array_equal(one, two)
   assert not np.array_equal(one, other)
 
@@ -64,9 +64,9 @@ def test_reproducible_for_a_fixed_seed(data_and_fit):
 def test_intervals_shrink_with_more_points(data_and_fit):
   data, fit = data_and_fit
   N, D, L = sweep(CHINCHILLA, budgets=10, per=16, noise=0.005, seed=4)
-  big = bootstrap.bootstrap_parametric(
+  big = parametric.bootstrap_parametric(
       N, D, L, n_resamples=200, fit=parametric.fit_parametric(N, D, L))
-  small = bootstrap.bootstrap_parametric(*data, n_resamples=200, fit=fit)
+  small = parametric.bootstrap_parametric(*data, n_resamples=200, fit=fit)
   width = lambda s: np.subtract(*np.percentile(s, [97.5, 2.5], axis=0))
   assert np.all(width(big) < width(small)), (width(big), width(small))
 
@@ -74,13 +74,13 @@ def test_intervals_shrink_with_more_points(data_and_fit):
 def test_bad_input_is_refused(data_and_fit):
   (N, D, L), fit = data_and_fit
   with pytest.raises(UserError, match="n_resamples"):
-    bootstrap.bootstrap_parametric(N, D, L, n_resamples=0, fit=fit)
+    parametric.bootstrap_parametric(N, D, L, n_resamples=0, fit=fit)
   with pytest.raises(UserError, match="given fit was made on"):
-    bootstrap.bootstrap_parametric(N[:-1], D[:-1], L[:-1], n_resamples=5, fit=fit)
+    parametric.bootstrap_parametric(N[:-1], D[:-1], L[:-1], n_resamples=5, fit=fit)
   L = L.copy()
   L[5] = np.nan
   with pytest.raises(UserError, match="row 5"):
-    bootstrap.bootstrap_parametric(N, D, L, n_resamples=5)
+    parametric.bootstrap_parametric(N, D, L, n_resamples=5)
 
 
 @pytest.mark.slow
@@ -93,7 +93,7 @@ def test_intervals_of_a_are_conservative():
   covered = 0
   for seed in range(200):
     N, D, L = synthetic.parametric_sweep(law, noise=0.01, seed=500 + seed)
-    samples = bootstrap.bootstrap_parametric(N, D, L, n_resamples=200, seed=seed)
+    samples = parametric.bootstrap_parametric(N, D, L, n_resamples=200, seed=seed)
     lo, hi = intervals.law_intervals(samples, 0.9)["a"]
     covered += lo < law["a"] < hi
   assert covered >= 170, covered
