@@ -34,14 +34,14 @@ from jax.sharding import Mesh
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from chinchax.models import mesh as mesh_lib
+from chinchax.models import sharding as mesh_lib
 from chinchax.models import sharding as sharding_lib
 from chinchax.models.config import ModelConfig
 from chinchax.scaling import conventions
-from chinchax.sweeps.train import optimizer
-from chinchax.sweeps.train import step as step_lib
 from chinchax.sweeps.data import multihost
 from chinchax.sweeps.data import pipeline
+from chinchax.sweeps.train import optimizer
+from chinchax.sweeps.train import step as step_lib
 
 # ~50M parameters (total, byte vocabulary): 10 layers of d=640 with a SwiGLU MLP of 1728.
 SHAPE_50M = dict(d_model=640, n_layers=10, n_heads=10, d_ff=1728, tied=False, gated=True)

@@ -44,8 +44,8 @@ import jax  # noqa: E402  pylint: disable=wrong-import-position
 import jax.numpy as jnp  # noqa: E402  pylint: disable=wrong-import-position
 import numpy as np  # noqa: E402  pylint: disable=wrong-import-position
 
-from chinchax.models import mesh as mesh_lib  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.models import sharding  # noqa: E402  pylint: disable=wrong-import-position
+from chinchax.models import sharding as mesh_lib  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.models.config import ModelConfig  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.models.shapes import shape_for_params  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.scaling import conventions  # noqa: E402  pylint: disable=wrong-import-position

@@ -35,7 +35,7 @@ import jax  # pylint: disable=g-import-not-at-top,wrong-import-position
 import jax.numpy as jnp  # pylint: disable=g-import-not-at-top,wrong-import-position
 import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 
-from chinchax.models import mesh as mesh_lib, sharding  # pylint: disable=wrong-import-position
+from chinchax.models import sharding, sharding as mesh_lib  # pylint: disable=wrong-import-position
 from chinchax.models.config import ModelConfig  # pylint: disable=wrong-import-position
 from chinchax.models.shapes import shape_for_params  # pylint: disable=wrong-import-position
 from chinchax.scaling import conventions  # pylint: disable=wrong-import-position

@@ -23,7 +23,7 @@ def child(checks: int, steps: int) -> None:
   distributed.join()
   import jax  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from chinchax.models import mesh as mesh_lib, sharding  # pylint: disable=g-import-not-at-top
+  from chinchax.models import sharding, sharding as mesh_lib  # pylint: disable=g-import-not-at-top
   from chinchax.scaling import conventions  # pylint: disable=g-import-not-at-top
   from chinchax.sweeps.train import optimizer, step as step_lib  # pylint: disable=g-import-not-at-top
   from chinchax.sweeps.train import stop as stop_lib

@@ -30,13 +30,13 @@ import json
 import sys
 import time
 
-from chinchax.models import mesh as mesh_lib
-from chinchax.scaling import conventions
 from chinchax.errors import UserError
-from chinchax.sweeps.accel import aot, aot_cache, gpu_budget, hardware, readiness
+from chinchax.models import sharding as mesh_lib
+from chinchax.scaling import conventions
 from chinchax.sweeps import estimate, fit_forecast, table
 from chinchax.sweeps import recipe as recipe_lib
 from chinchax.sweeps import spec as spec_lib
+from chinchax.sweeps.accel import aot, aot_cache, gpu_budget, hardware, readiness
 
 HEADROOM = 0.10
 

@@ -40,10 +40,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from chinchax.models import mesh as mesh_lib
-from chinchax.models import sharding
-from chinchax.models.config import ModelConfig
 from chinchax.errors import UserError
+from chinchax.models import sharding
+from chinchax.models import sharding as mesh_lib
+from chinchax.models.config import ModelConfig
 from chinchax.sweeps.accel import aot_cache, gpu_aot, hardware, hlo_flops
 from chinchax.sweeps.train import optimizer
 from chinchax.sweeps.train import step as step_lib

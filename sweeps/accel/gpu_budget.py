@@ -11,7 +11,7 @@ live outside the pool, in the rest of the card.
 from collections.abc import Sequence
 
 from chinchax.errors import UserError
-from chinchax.models import mesh as mesh_lib
+from chinchax.models import sharding as mesh_lib
 from chinchax.sweeps.accel import gpu_aot, hardware
 
 

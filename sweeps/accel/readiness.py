@@ -23,10 +23,10 @@ from typing import Protocol
 
 import ml_collections
 
-from chinchax.models import mesh as mesh_lib
+from chinchax.errors import UserError
+from chinchax.models import sharding as mesh_lib
 from chinchax.models.config import ModelConfig
 from chinchax.scaling import conventions
-from chinchax.errors import UserError
 from chinchax.sweeps.accel import aot, hardware
 from chinchax.sweeps.train import optimizer
 

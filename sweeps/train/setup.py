@@ -19,20 +19,20 @@ import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding
 
-from chinchax.scaling import records
-from chinchax.models import mesh as mesh_lib
-from chinchax.models import sharding
-from chinchax.models.config import ModelConfig
 from chinchax import atomic
-from chinchax.scaling import conventions
 from chinchax.errors import UserError
-from chinchax.sweeps.train import checkpoint, metrics, optimizer, timing
+from chinchax.models import sharding
+from chinchax.models import sharding as mesh_lib
+from chinchax.models.config import ModelConfig
+from chinchax.scaling import conventions
+from chinchax.scaling import records
 from chinchax.sweeps import data
 from chinchax.sweeps.accel import hardware
-from chinchax.sweeps.train import step as step_lib
+from chinchax.sweeps.train import checkpoint, metrics, optimizer, timing
 from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import hooks as hooks_lib
 from chinchax.sweeps.train import inputs as inputs_lib
+from chinchax.sweeps.train import step as step_lib
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
-from chinchax.models import mesh as mesh_lib, sharding  # noqa: E402
+from chinchax.models import sharding, sharding as mesh_lib  # noqa: E402
 from chinchax.models.config import ModelConfig  # noqa: E402
 from chinchax.scaling.conventions import Shape  # noqa: E402
 from chinchax.sweeps.train import optimizer  # noqa: E402

@@ -8,7 +8,7 @@ import sys
 
 os.environ["JAX_PLATFORMS"] = "cpu"
 
-from chinchax.models import mesh as mesh_lib  # noqa: E402
+from chinchax.models import sharding as mesh_lib  # noqa: E402
 from chinchax.models.config import ModelConfig  # noqa: E402
 from chinchax.scaling import conventions  # noqa: E402
 from chinchax.scaling.conventions import Shape  # noqa: E402

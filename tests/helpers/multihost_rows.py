@@ -18,7 +18,7 @@ if __name__ == "__main__":
   import jax  # noqa: E402
   import jax.numpy as jnp  # noqa: E402
   import numpy as np  # noqa: E402
-  from chinchax.models import mesh as mesh_lib, sharding  # noqa: E402
+  from chinchax.models import sharding, sharding as mesh_lib  # noqa: E402
   from chinchax.sweeps.data import multihost, packing, pipeline, tokenizers  # noqa: E402
 
   B, L, T = 8, 8, 3000

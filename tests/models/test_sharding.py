@@ -14,10 +14,10 @@ import jax
 import optax
 import pytest
 
-from chinchax.models import mesh as mesh_lib, sharding
+from chinchax.errors import UserError
+from chinchax.models import sharding, sharding as mesh_lib
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.conventions import Shape
-from chinchax.errors import UserError
 from chinchax.sweeps.train import step as step_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from chinchax.models import sharding, sharding as mesh_lib
 from chinchax.models.config import ModelConfig
-from chinchax.models import mesh as mesh_lib, sharding
 from chinchax.scaling import conventions
 from chinchax.scaling.conventions import Shape
 from chinchax.sweeps.accel import hlo_flops

@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers import accum_check
 from tests.helpers import train_util as tu
-from chinchax.models import mesh as mesh_lib
+from chinchax.models import sharding as mesh_lib
 
 
 def check(m: dict) -> None:
