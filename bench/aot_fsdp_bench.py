@@ -38,7 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from chinchax.models import shapes  # noqa: E402
+from chinchax.models import config  # noqa: E402
 from chinchax.models.config import ModelConfig  # noqa: E402
 from chinchax.scaling import conventions  # noqa: E402
 from chinchax.sweeps.accel import aot, hardware  # noqa: E402
@@ -80,7 +80,7 @@ def main() -> None:
   p.add_argument("--remat", default="full")
   p.add_argument("--slices", default="v5p:2x2x2,v5p:2x2x4,v5p:2x4x4")
   args = p.parse_args()
-  shape = shapes.shape_for_params(args.n, vocab_size=32000, seq_len=args.seq)
+  shape = config.shape_for_params(args.n, vocab_size=32000, seq_len=args.seq)
   N = conventions.params(shape)
   print(f"N = {N:,} (d_model {shape.d_model} x {shape.n_layers} layers, d_ff {shape.d_ff}), "
         f"batch {args.batch} x {args.seq}, bf16 compute, f32 parameters and AdamW moments, "

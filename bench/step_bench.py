@@ -37,7 +37,7 @@ import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 from chinchax.models import sharding, sharding as mesh_lib  # pylint: disable=wrong-import-position
 from chinchax.models.config import ModelConfig  # pylint: disable=wrong-import-position
-from chinchax.models.shapes import shape_for_params  # pylint: disable=wrong-import-position
+from chinchax.models.config import shape_for_params  # pylint: disable=wrong-import-position
 from chinchax.scaling import conventions  # pylint: disable=wrong-import-position
 from chinchax.sweeps.accel import hardware  # pylint: disable=wrong-import-position
 from chinchax.sweeps.train import optimizer

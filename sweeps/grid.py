@@ -36,9 +36,9 @@ from collections.abc import Callable
 import ml_collections
 import numpy as np
 
+from chinchax.errors import UserError
 from chinchax.scaling import conventions
 from chinchax.scaling.conventions import Shape
-from chinchax.errors import UserError
 from chinchax.sweeps import grid_checks
 from chinchax.sweeps import hparams_grid
 from chinchax.sweeps import prior as prior_lib
@@ -100,8 +100,8 @@ def shape_tag(s: Shape) -> str:
 
 
 def _default_shape_fn() -> ShapeFn:
-  from chinchax.models import shapes  # pylint: disable=g-import-not-at-top
-  return shapes.shape_for_params
+  from chinchax.models import config  # pylint: disable=g-import-not-at-top
+  return config.shape_for_params
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Each row: the target N, the recipe's shape, N in both conventions, training FLOPs per token
 in both conventions (`6N` with N total, and Chinchilla's App. F count), then the proportions
-the recipe holds (`models/shapes.py`): head_dim, d_model / n_layers and d_ff / d_model. A
+the recipe holds (`models/config.py`): head_dim, d_model / n_layers and d_ff / d_model. A
 target the vocabulary makes unreachable is shown as such rather than stopping the table.
 """
 
@@ -10,10 +10,10 @@ import sys
 
 import numpy as np
 
-from chinchax.models.shapes import shape_for_params
-from chinchax.scaling import conventions
-from chinchax.errors import UserError
 from chinchax.cli import flags
+from chinchax.errors import UserError
+from chinchax.models.config import shape_for_params
+from chinchax.scaling import conventions
 
 HEADER = ("N target", "d_model", "layers", "heads", "d_ff", "N total", "N non-emb",
           "FLOPs/tok 6N", "FLOPs/tok chinchilla", "head_dim", "d/L", "d_ff/d")

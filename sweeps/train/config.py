@@ -10,15 +10,15 @@ import math
 
 import ml_collections
 
-from chinchax.models import shapes
+from chinchax.errors import UserError
+from chinchax.models import config
 from chinchax.models import sharding
 from chinchax.models.config import ModelConfig
 from chinchax.scaling import conventions
-from chinchax.errors import UserError
 from chinchax.sweeps import data
-from chinchax.sweeps.train import early_stop, optimizer
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.data import seqlen
+from chinchax.sweeps.train import early_stop, optimizer
 
 POSITIVE = ("seq_len", "batch_size", "tokens", "eval_every", "eval_tokens", "log_every",
             "grad_accum")
@@ -77,7 +77,7 @@ def model_config(c: ml_collections.ConfigDict, vocab_size: int) -> ModelConfig:
   m = c.model
   vocab_size = int(m.vocab_size or vocab_size)
   if m.N:
-    shape = shapes.shape_for_params(int(m.N), vocab_size=vocab_size, seq_len=c.seq_len,
+    shape = config.shape_for_params(int(m.N), vocab_size=vocab_size, seq_len=c.seq_len,
                                     tied=m.tied)
   else:
     shape = conventions.Shape(

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from chinchax.models import shapes
 from chinchax.cli import models as cli
-from chinchax.scaling import conventions
 from chinchax.errors import UserError
+from chinchax.models import config
+from chinchax.scaling import conventions
 
 GRID = np.logspace(5, 11, 4 * 6 + 1)  # 1e5 ... 1e11, four points per decade
 
@@ -17,7 +17,7 @@ GRID = np.logspace(5, 11, 4 * 6 + 1)  # 1e5 ... 1e11, four points per decade
 RHO = 8 / 3  # SwiGLU's d_ff / d_model
 
 
-def _check_rule(s, band=shapes.FF_BAND):
+def _check_rule(s, band=config.FF_BAND):
   s.validate()
   # head_dim: the largest power of two <= d_model / 8, within [8, 128] (an independent form)
   assert s.head_dim == min(128, max(8, 2 ** math.floor(math.log2(s.d_model / 8))))
@@ -36,14 +36,14 @@ def _check_rule(s, band=shapes.FF_BAND):
 ])
 def test_recipe_lands_within_10_percent_on_a_log_grid(vocab, convention, tied):
   for N in GRID:
-    s = shapes.shape_for_params(N, vocab_size=vocab, seq_len=1024, tied=tied,
+    s = config.shape_for_params(N, vocab_size=vocab, seq_len=1024, tied=tied,
                                 convention=convention)
     _check_rule(s, band=2.0)
     assert s.vocab_size == vocab and s.tied == tied and s.seq_len == 1024
     assert abs(conventions.params(s, convention) / N - 1) <= 0.1, (N, s)
     if s.d_model >= 48:  # widths fine enough for d_ff to bridge: on target, in the band
       _check_rule(s)
-      assert abs(conventions.params(s, convention) / N - 1) <= shapes.LANDING, (N, s)
+      assert abs(conventions.params(s, convention) / N - 1) <= config.LANDING, (N, s)
 
 
 def test_vocab_32000_total_lands_wherever_the_embedding_allows_and_refuses_below():
@@ -52,11 +52,11 @@ def test_vocab_32000_total_lands_wherever_the_embedding_allows_and_refuses_below
   for N in GRID:
     if N * 1.1 < smallest:  # even 10% over the target cannot hold the embedding
       with pytest.raises(UserError, match="no decoder with vocab_size=32000"):
-        shapes.shape_for_params(N, vocab_size=32000, seq_len=2048)
+        config.shape_for_params(N, vocab_size=32000, seq_len=2048)
       continue
     if N < 2 * smallest:  # between: reachable only with a near-empty body
       continue
-    s = shapes.shape_for_params(N, vocab_size=32000, seq_len=2048)
+    s = config.shape_for_params(N, vocab_size=32000, seq_len=2048)
     _check_rule(s, band=2.0)
     assert abs(conventions.params(s, "total") / N - 1) <= 0.1, (N, s)
     reached += 1
@@ -64,7 +64,7 @@ def test_vocab_32000_total_lands_wherever_the_embedding_allows_and_refuses_below
 
 
 def test_large_models_keep_conventional_proportions():
-  s = shapes.shape_for_params(7e9, vocab_size=32000, seq_len=2048)
+  s = config.shape_for_params(7e9, vocab_size=32000, seq_len=2048)
   assert 40 <= s.d_model / s.n_layers <= 100  # LLaMA-7B: 4096 / 32 = 128, Chinchilla: 85-128
   assert 2.0 <= s.d_ff / s.d_model <= 3.5  # SwiGLU's 8/3
   assert s.head_dim == 128 and s.d_model % 128 == 0 and s.d_ff % 128 == 0  # MXU tiles
@@ -73,7 +73,7 @@ def test_large_models_keep_conventional_proportions():
 def _ladder(lo, hi, per_decade, **kwargs):
   n = round(math.log10(hi / lo) * per_decade) + 1
   targets = lo * 10.0 ** (np.arange(n) / per_decade)
-  return targets, [shapes.shape_for_params(N, **kwargs) for N in targets]
+  return targets, [config.shape_for_params(N, **kwargs) for N in targets]
 
 
 # The smoke sweep's sizes (byte-level, tied, context 64) and a model zoo's (32000 tokens),
@@ -128,7 +128,7 @@ def test_aspect_ratios_move_smoothly_between_neighbouring_targets(ladder):
 def test_bad_input_is_refused(kwargs, match):
   args = {"vocab_size": 256, "seq_len": 128, **kwargs}
   with pytest.raises(UserError, match=match):
-    shapes.shape_for_params(args.pop("N_target"), **args)
+    config.shape_for_params(args.pop("N_target"), **args)
 
 
 def test_cli_table_rows_agree_with_conventions(capsys):

@@ -329,7 +329,7 @@ SMOKE_MAX_FLOPS = 1.5e13  # 6ND of the tokens trained: what two CPU cores train 
 
 def _real_shape_fn():
   try:
-    return importlib.import_module("chinchax.models.shapes").shape_for_params
+    return importlib.import_module("chinchax.models.config").shape_for_params
   except ImportError:
     return None
 
