@@ -88,7 +88,7 @@ KEYS = (
     K("checkpoint.every_minutes", 10.0, "and at least this often"),
     K("checkpoint.keep", 2, "checkpoints kept"),
     K("checkpoint.keep_best", False, "also keep the lowest-eval checkpoint in checkpoints_best/"),
-    # Early stopping (sweeps/train/early_stop.py); not for sweep cells.
+    # Early stopping (sweeps/train/stop.py); not for sweep cells.
     K("early_stop.patience", 0, "evals without improvement before stopping (0: off)"),
     K("early_stop.min_rel_improvement", 0.0, "the relative improvement that counts"),
     K("mesh.data", -1, "data-parallel axis size (-1: the devices left over)"),

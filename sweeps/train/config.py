@@ -18,7 +18,7 @@ from chinchax.scaling import conventions
 from chinchax.sweeps import data
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.data import seqlen
-from chinchax.sweeps.train import early_stop, optimizer
+from chinchax.sweeps.train import optimizer, stop
 
 POSITIVE = ("seq_len", "batch_size", "tokens", "eval_every", "eval_tokens", "log_every",
             "grad_accum")
@@ -96,8 +96,8 @@ def lengths(c: ml_collections.ConfigDict) -> seqlen.Schedule:
   return seqlen.make(c.seq_len, c.seq_len_start, c.seq_len_warmup_fraction, planned_steps(c))
 
 
-def early_stopping(c: ml_collections.ConfigDict) -> early_stop.EarlyStop:
-  return early_stop.EarlyStop(int(c.early_stop.patience),
+def early_stopping(c: ml_collections.ConfigDict) -> stop.EarlyStop:
+  return stop.EarlyStop(int(c.early_stop.patience),
                               float(c.early_stop.min_rel_improvement))
 
 

@@ -20,8 +20,8 @@ import os
 
 from chinchax import atomic
 from chinchax.scaling import conventions
-from chinchax.sweeps.train import checkpoint, early_stop
 from chinchax.sweeps.data import seqlen
+from chinchax.sweeps.train import checkpoint, stop
 
 BEST_DIR = "checkpoints_best"  # the checkpoint of the lowest eval loss (keep_best / early_stop)
 
@@ -94,7 +94,7 @@ class BestCheckpoint(Hook):
         keep=1, async_save=lock is None, lock=lock)
 
   def after_eval(self, step: int, state, losses: list[float]) -> None:
-    if early_stop.is_best(losses):
+    if stop.is_best(losses):
       self.ckpt.maybe_save(step, state, force=True)
 
   def after_final_eval(self, step: int, state, losses: list[float]) -> None:
@@ -105,9 +105,9 @@ class BestCheckpoint(Hook):
 
 
 class EarlyStopping(Hook):
-  """Stops the run when `patience` evals in a row fail to improve (sweeps/train/early_stop.py)."""
+  """Stops the run when `patience` evals in a row fail to improve (sweeps/train/stop.py)."""
 
-  def __init__(self, stopper: early_stop.EarlyStop):
+  def __init__(self, stopper: stop.EarlyStop):
     self.stopper, self.stopped_at, self.best = stopper, None, None
 
   def after_eval(self, step: int, state, losses: list[float]) -> str | None:

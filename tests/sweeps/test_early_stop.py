@@ -4,7 +4,7 @@ improvement, and not before; improvements above the threshold keep the run going
 import pytest
 
 from chinchax.errors import UserError
-from chinchax.sweeps.train.early_stop import EarlyStop, is_best
+from chinchax.sweeps.train.stop import EarlyStop, is_best
 
 
 def first_stop(rule: EarlyStop, losses) -> int | None:
