@@ -9,7 +9,7 @@ prints
 * the wall time, and where each cell's time went (a WSD job's stable run and its branches
   each a row): init (the initial state, its compile
   included), compile (the train step), data, step, eval, checkpoint and other, from the
-  `time_s` field of each record (`sweeps/train/timing.py`); the cells' summed time against the
+  `time_s` field of each record (`sweeps/train/metrics.py`); the cells' summed time against the
   wall time until the last one ended (how many ran at a time), and the time after it (fit,
   report);
 * from law.json: each budget's IsoFLOP minimum and the sizes it was sampled between, the

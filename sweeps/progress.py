@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import tqdm
 
-from chinchax.sweeps.train.timing import clock_text
+from chinchax.sweeps.train.metrics import clock_text
 
 
 class SweepProgress:

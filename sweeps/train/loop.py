@@ -23,9 +23,9 @@ import ml_collections
 from chinchax.scaling import conventions, records
 from chinchax.sweeps.accel import hardware
 from chinchax.sweeps.hosts import watch
-from chinchax.sweeps.train import timing
-from chinchax.sweeps.train import stop as stop_lib
+from chinchax.sweeps.train import metrics
 from chinchax.sweeps.train import setup as setup_lib
+from chinchax.sweeps.train import stop as stop_lib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +79,7 @@ def steps(s: setup_lib.Setup, stop, log, progress=None) -> End:
   """Trains from the restored step to the last, or until a failure, a hook or `stop`."""
   c, state, step = s.c, s.state, s.step
   train_step = compiled(s, state, step, log)
-  clock, guard = timing.Throughput(step, s.tokens_per_step), SpikeGuard(c.spike_factor,
+  clock, guard = metrics.Throughput(step, s.tokens_per_step), SpikeGuard(c.spike_factor,
                                                             s.model.opt_cfg.warmup_steps)
   train_loss, losses = s.train_loss, list(s.losses)
   end = lambda **kw: End(state, step, train_loss, clock.train_s, tuple(losses), **kw)
@@ -137,7 +137,7 @@ def compiled(s: setup_lib.Setup, state, step: int, log):
   return train_step
 
 
-def log_step(s: setup_lib.Setup, step: int, m, train_loss: float, clock: timing.Throughput,
+def log_step(s: setup_lib.Setup, step: int, m, train_loss: float, clock: metrics.Throughput,
              guard: "SpikeGuard", log, progress=None) -> str | None:
   """Writes the metrics row of `step` and its progress line; returns a failure, if any."""
   tok_s = clock.lap(step)
@@ -152,7 +152,7 @@ def log_step(s: setup_lib.Setup, step: int, m, train_loss: float, clock: timing.
       mfu=s.mfu(tok_s), epoch=tokens / s.inputs.ds.unique_tokens, **fields)
   left = (s.total_steps - step) * s.tokens_per_step / max(tok_s, 1e-9)
   log(f"step {step}/{s.total_steps} | loss {train_loss:.4f} | {tok_s / 1e3:.1f}k tok/s | "
-      f"{timing.clock_text(left)} left")
+      f"{metrics.clock_text(left)} left")
   if progress is not None:
     progress(step, s.total_steps, tok_s, train_loss)
   return failure

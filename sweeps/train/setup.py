@@ -28,7 +28,7 @@ from chinchax.scaling import conventions
 from chinchax.scaling import records
 from chinchax.sweeps import data
 from chinchax.sweeps.accel import hardware
-from chinchax.sweeps.train import checkpoint, metrics, optimizer, timing
+from chinchax.sweeps.train import checkpoint, metrics, optimizer
 from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import hooks as hooks_lib
 from chinchax.sweeps.train import inputs as inputs_lib
@@ -122,7 +122,7 @@ class Setup:
   hooks: tuple[hooks_lib.Hook, ...]
   losses: tuple[float, ...]   # eval losses logged up to `step`
   train_loss: float           # the last one logged up to `step` (nan: none)
-  clock: timing.Clock         # seconds per phase, for the record's time_s
+  clock: metrics.Clock         # seconds per phase, for the record's time_s
 
   def save(self, step: int, state, force: bool = False) -> None:
     # After each save the metrics are flushed: a resume drops the rows past its step, so
@@ -165,7 +165,7 @@ def build(c: ml_collections.ConfigDict, workdir: str, *, devices=None, checkpoin
         f"{epochs:.1f} times; repeats beyond ~4 epochs are worth much less than fresh data")
   model = make_model(c, model_cfg, mesh)
 
-  clock = timing.Clock()
+  clock = metrics.Clock()
   with clock("init"):
     ckpt, state, step, init_step = _restore(c, workdir, model, checkpoint_lock, log)
   inputs.resume(step)
