@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from chinchax.scaling import fmt
 from chinchax.scaling.isoflop import MIN_SIZES
-from chinchax.sweeps import prior as prior_lib
+from chinchax.sweeps import grid as prior_lib
 from chinchax.sweeps.grid import Cell
 
 

@@ -27,11 +27,12 @@ or a shape below the recipe's floor, a shape already used at the budget, or fewe
 `min_steps` steps; and, once the data is opened (`beyond_data`), D beyond the corpus's unique
 tokens when `allow_repeats` is false. Cell names ("C1e15-N3.16e5", "N3.16e5-T20") depend only
 on the config, so a rerun finds its cells' workdirs again. No jax here: a grid is decided
-before anything is compiled.
-"""
+before anything is compiled."""
 
-import dataclasses
 from collections.abc import Callable
+import dataclasses
+import math
+import os
 
 import ml_collections
 import numpy as np
@@ -39,10 +40,39 @@ import numpy as np
 from chinchax.errors import UserError
 from chinchax.scaling import conventions
 from chinchax.scaling.conventions import Shape
-from chinchax.sweeps import grid_checks
-from chinchax.sweeps import hparams_grid
-from chinchax.sweeps import prior as prior_lib
-from chinchax.sweeps import recipe as recipe_lib
+from chinchax.sweeps import grid_checks, hparams_grid, recipe as recipe_lib
+
+
+def prior_optimum(spec: str) -> Callable[[float], float]:
+  """N*(C) of a prior: 'preset:NAME', 'tokens_per_param:R' or a path to a law.json."""
+  # Imported here: the fits' numerics (scipy) are only needed by a law-based prior.
+  from chinchax.scaling import law as law_lib  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling import presets  # pylint: disable=g-import-not-at-top
+
+  spec = str(spec).strip()
+  if spec.startswith("preset:"):
+    law = presets.preset(spec.removeprefix("preset:"))
+  elif spec.startswith("tokens_per_param:"):
+    text = spec.removeprefix("tokens_per_param:")
+    try:
+      R = float(text)
+    except ValueError:
+      R = float("nan")
+    if not (R > 0 and math.isfinite(R)):
+      raise UserError(f"prior {spec!r}: tokens_per_param must be a positive number, "
+                      f"e.g. 'tokens_per_param:20'")
+    return lambda C: math.sqrt(C / (6.0 * R))
+  elif spec.endswith(".json") or os.path.exists(spec):
+    law = law_lib.ScalingLaw.load(spec)
+  else:
+    raise UserError(f"unknown prior {spec!r}: use 'preset:NAME' (one of "
+                    f"{', '.join(presets.names())}), 'tokens_per_param:R' or the path of a "
+                    "law.json")
+  if law.conventions["params"] != "total":
+    raise UserError(f"prior {spec!r} counts {law.conventions['params']} parameters; the grid "
+                    "sizes total parameters, so refit it with the total convention")
+  return lambda C: law.optimum(C)[0]
+
 
 ShapeFn = Callable[..., Shape]
 
@@ -177,7 +207,7 @@ def make_grid(sweep_cfg: ml_collections.ConfigDict,
   shape_fn = shape_fn or _default_shape_fn()
   budgets = grid_checks.numbers(list(cfg.budgets), "budgets")
   sizes = grid_checks.sizes_per_budget(cfg, budgets)
-  prior = prior_lib.prior_optimum(cfg.prior) if cfg.prior else None
+  prior = prior_optimum(cfg.prior) if cfg.prior else None
 
   groups: list[list[_Target]] = []
   for C, explicit in zip(budgets, sizes):

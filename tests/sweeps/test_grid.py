@@ -9,14 +9,14 @@ import ml_collections
 import numpy as np
 import pytest
 
+from chinchax.errors import UserError
 from chinchax.scaling import conventions
-from chinchax.sweeps.configs import sweep as sweep_config
 from chinchax.scaling import law as law_lib
 from chinchax.scaling.conventions import Shape
-from chinchax.errors import UserError
-from chinchax.sweeps import grid, prior, table
+from chinchax.sweeps import grid, table
 from chinchax.sweeps import recipe as recipe_lib
 from chinchax.sweeps import wsd
+from chinchax.sweeps.configs import sweep as sweep_config
 
 V, S = 258, 128
 
@@ -349,7 +349,7 @@ def test_shipped_configs_make_grids(name, which):
   total = sum(c.flops_6ND for c in cells)
   print(f"{name} ({which} shapes): {len(cells)} cells, {len(refusals)} refused, "
         f"total {total:.3g} FLOPs (6ND)")
-  prior_N = prior.prior_optimum(cfg.prior)
+  prior_N = grid.prior_optimum(cfg.prior)
   for C in budgets:
     Ns = [c.N for c in cells if c.budget == C]
     assert len(Ns) >= 2
