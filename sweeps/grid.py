@@ -40,7 +40,7 @@ import numpy as np
 from chinchax.errors import UserError
 from chinchax.scaling import conventions
 from chinchax.scaling.conventions import Shape
-from chinchax.sweeps import grid_checks, hparams_grid, recipe as recipe_lib
+from chinchax.sweeps import grid_checks, hparams, recipe as recipe_lib
 
 
 def prior_optimum(spec: str) -> Callable[[float], float]:
@@ -227,7 +227,7 @@ def make_grid(sweep_cfg: ml_collections.ConfigDict,
         refusals.append(f"{t.name}: refused: {result}")
       else:
         cells.append(result)
-  cells, more = hparams_grid.expand(cells, cfg, rec)
+  cells, more = hparams.expand(cells, cfg, rec)
   return cells, refusals + more
 
 

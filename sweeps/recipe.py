@@ -33,8 +33,8 @@ import math
 import ml_collections
 
 from chinchax.errors import UserError
+from chinchax.sweeps import hparams
 from chinchax.sweeps.configs import sweep as sweep_config
-from chinchax.sweeps import hparams_rule
 
 LR_RULES = ("size", "deepseek", "fixed")
 BATCH_RULES = ("deepseek", "fixed")
@@ -58,15 +58,15 @@ class Recipe:
   min_layers: int
 
   def validate(self) -> "Recipe":
-    if self.lr_rule not in LR_RULES and not hparams_rule.is_law(self.lr_rule):
+    if self.lr_rule not in LR_RULES and not hparams.is_law(self.lr_rule):
       raise UserError(f"recipe.lr_rule={self.lr_rule!r} is not one of {', '.join(LR_RULES)} "
                       "or law:PATH (an hparams.json)")
-    if self.batch_rule not in BATCH_RULES and not hparams_rule.is_law(self.batch_rule):
+    if self.batch_rule not in BATCH_RULES and not hparams.is_law(self.batch_rule):
       raise UserError(f"recipe.batch_rule={self.batch_rule!r} is not one of "
                       f"{', '.join(BATCH_RULES)} or law:PATH (an hparams.json)")
     for rule, which in ((self.lr_rule, "lr"), (self.batch_rule, "batch")):
-      if hparams_rule.is_law(rule):
-        hparams_rule.law(rule, which)  # a missing or damaged file: one line, before any run
+      if hparams.is_law(rule):
+        hparams.law(rule, which)  # a missing or damaged file: one line, before any run
     for key in ("lr_ref", "lr_N_ref", "lr_max", "peak_lr"):
       if not (getattr(self, key) > 0 and math.isfinite(getattr(self, key))):
         raise UserError(f"recipe.{key} must be a positive number, got {getattr(self, key)}")
@@ -88,8 +88,8 @@ class Recipe:
 
   def lr(self, N: float, C: float, D: float | None = None) -> float:
     """Peak learning rate for a model of N parameters at budget C (D tokens: C / 6N)."""
-    if hparams_rule.is_law(self.lr_rule):
-      return hparams_rule.value(self.lr_rule, "lr", N, C / (6 * N) if D is None else D)
+    if hparams.is_law(self.lr_rule):
+      return hparams.value(self.lr_rule, "lr", N, C / (6 * N) if D is None else D)
     if self.lr_rule == "fixed":
       return self.peak_lr
     if self.lr_rule == "deepseek":
@@ -100,10 +100,10 @@ class Recipe:
 
   def ideal_batch_tokens(self, C: float, N: float | None = None,
                          D: float | None = None) -> float:
-    if hparams_rule.is_law(self.batch_rule):
+    if hparams.is_law(self.batch_rule):
       if N is None or D is None:
         raise UserError("recipe.batch_rule='law:...' needs each cell's N and D")
-      return hparams_rule.value(self.batch_rule, "batch", N, D)
+      return hparams.value(self.batch_rule, "batch", N, D)
     if self.batch_rule == "fixed":
       return float(self.batch_tokens)
     return 0.2920 * C**0.3271
@@ -118,23 +118,23 @@ class Recipe:
 
   def source(self) -> str | None:
     """Where the cells' LR and batch come from, when a fitted law gives either; else None."""
-    if not (hparams_rule.is_law(self.lr_rule) or hparams_rule.is_law(self.batch_rule)):
+    if not (hparams.is_law(self.lr_rule) or hparams.is_law(self.batch_rule)):
       return None
-    return ", ".join("law" if hparams_rule.is_law(r) else r
+    return ", ".join("law" if hparams.is_law(r) else r
                      for r in (self.lr_rule, self.batch_rule))
 
   def law_notes(self, cells) -> list[str]:
     """The laws in use, and a warning per cell outside a law's fitted range."""
     out = []
     for rule, which in ((self.lr_rule, "lr"), (self.batch_rule, "batch")):
-      if not hparams_rule.is_law(rule):
+      if not hparams.is_law(rule):
         continue
-      lw = hparams_rule.law(rule, which)
+      lw = hparams.law(rule, which)
       exps = ", ".join(f"{v}^{e:+.3f}" for v, e in lw["exponents"].items())
-      out.append(f"{'peak LR' if which == 'lr' else 'batch'} from {hparams_rule.path_of(rule)}:"
+      out.append(f"{'peak LR' if which == 'lr' else 'batch'} from {hparams.path_of(rule)}:"
                  f" {lw['form']}, c = {lw['coef']:.4g}, {exps}")
       for c in cells:
-        why = hparams_rule.outside(rule, which, c.N, c.D)
+        why = hparams.outside(rule, which, c.N, c.D)
         if why:
           out.append(f"warning: {c.name}: {which} extrapolated: {'; '.join(why)}")
     return out

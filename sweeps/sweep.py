@@ -23,20 +23,20 @@ import sys
 import jax
 import ml_collections
 
-from chinchax.models import sharding
 from chinchax import atomic, killpoints
-from chinchax.scaling import fmt
 from chinchax.errors import UserError
-from chinchax.sweeps.train import stop as stop_lib
+from chinchax.models import sharding
+from chinchax.scaling import fmt
 from chinchax.scaling import records
 from chinchax.sweeps import data, estimate, executors, fit_adapter, forecast_score, report
-from chinchax.sweeps import hparams_adapter, hparams_grid
+from chinchax.sweeps import hparams
+from chinchax.sweeps import job as job_lib
 from chinchax.sweeps import progress as progress_lib
 from chinchax.sweeps import spec as spec_lib
-from chinchax.sweeps import job as job_lib
 from chinchax.sweeps.job import Job, Outcome
 from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import setup
+from chinchax.sweeps.train import stop as stop_lib
 
 DEFAULT_WORKDIR = os.path.join("runs", "smoke")
 
@@ -136,16 +136,16 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
     return Result("done", tuple(failed))
   fit_error = None
   killpoints.hit("fit")
-  measure = hparams_grid.active(spec.config)  # an LR x batch grid: hparams.json, not law.json
+  measure = hparams.active(spec.config)  # an LR x batch grid: hparams.json, not law.json
   try:
-    (hparams_adapter if measure else fit_adapter).fit_workdir(workdir, spec.bootstrap)
+    (hparams if measure else fit_adapter).fit_workdir(workdir, spec.bootstrap)
   except UserError as e:
     fit_error = str(e)
     print(f"chinchax sweep: the fit failed: {fit_error}", file=sys.stderr)
   if spec.config.forecast:
     _, line = forecast_score.score_workdir(workdir, spec.config.forecast)
     say(line)
-  path = (hparams_adapter if measure else report).write_report(workdir, fit_error=fit_error)
+  path = (hparams if measure else report).write_report(workdir, fit_error=fit_error)
   say(f"wrote {path}")
   return Result("done", tuple(failed), fit_error, path)
 

@@ -61,7 +61,7 @@ KEYS = (
     K("ray_num_gpus", 0.0, "ray: GPUs each cell's task holds"),
     K("ray_tpus", 0, "ray: TPU chips each cell's task holds"),
     K("bootstrap", 1000, "resamples of the fit's intervals (0: none)"),
-    # An LR x batch grid around the recipe's guess at every cell (sweeps/hparams_grid.py): the
+    # An LR x batch grid around the recipe's guess at every cell (sweeps/hparams.py): the
     # sweep then measures the hyperparameters (`chinchax fit-hparams`) instead of a scaling law.
     K("hparams.lr_factors", (), "an LR grid: each cell trained at these multiples of the "
       "recipe's LR (then the sweep fits hparams.json, not law.json)"),
