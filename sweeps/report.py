@@ -1,4 +1,5 @@
-"""WORKDIR/report.md of a sweep, from its runs.jsonl and law.json (`chinchax report WORKDIR`).
+"""The end of a sweep: its fit (`fit_workdir`) and WORKDIR/report.md from its runs.jsonl and
+law.json (`write_report`, also `chinchax report WORKDIR`).
 
 The report, in order: the runs (one row per cell: C, N, shape, D, D/N, steps, status, eval
 loss, time, the hardware it ran on, tokens/s and MFU), the per-budget IsoFLOP minima (the
@@ -9,23 +10,22 @@ D* ∝ C^b per approach with intervals, the data-constrained R_D*, R_N* when fit
 compute-optimal N*, D* for budgets beyond the sweep (`scaling.plan`), the pre-registered
 forecast against the run it was about (sweep config `forecast`, sweeps/forecast_score.py), and
 links to the plots. `chinchax sweep` writes it at the end; this command rebuilds it.
-"""
+
+`fit_workdir(workdir, bootstrap)` is the sweep's one call of the fit: it does what `chinchax fit WORKDIR --out=WORKDIR/law.json --plots=WORKDIR/plots
+--bootstrap=B` does, through the library (`chinchax.scaling.api.fit_detailed`), not the
+command line, and prints the same summary."""
 
 import json
 import math
 import os
+import sys
 
 from chinchax import atomic
-from chinchax.scaling import caveats
-from chinchax.scaling import forecast as forecast_lib
-from chinchax.scaling import records as records_lib
-from chinchax.scaling import law as law_lib
-from chinchax.scaling import law_build
-from chinchax.scaling import law_pack
-from chinchax.scaling import law_schema
-from chinchax.scaling import plan as plan_lib
 from chinchax.errors import UserError
+from chinchax.scaling import caveats, forecast as forecast_lib, law as law_lib, law_build, records as records_lib
+from chinchax.scaling import api, fit_text, law_pack, law_schema, plan as plan_lib
 from chinchax.sweeps import forecast_score
+
 
 PLOTS = ("isoflops", "optimal", "law", "residuals")
 # Compute-optimal rows at these multiples of the top budget: the table ends near the data
@@ -220,3 +220,17 @@ def write_report(workdir: str, fit_error: str | None = None) -> str:
   path = os.path.join(workdir, "report.md")
   atomic.write_text(path, text)
   return path
+
+
+def fit_workdir(workdir: str, bootstrap: int) -> str:
+  """Fits the runs of the sweep in `workdir`; writes law.json and plots/, prints the law.
+
+  Returns the path of law.json; UserError when the runs give no law.
+  """
+  out, plots = os.path.join(workdir, "law.json"), os.path.join(workdir, "plots")
+  log = lambda m: print(m, file=sys.stderr, flush=True)
+  law, runs, written = api.fit_detailed(workdir, bootstrap=bootstrap, out=out, plots=plots,
+                                        log=log)
+  print(fit_text.summary(law, len(runs)))
+  print("wrote " + ", ".join(written))
+  return out

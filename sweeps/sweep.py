@@ -28,7 +28,7 @@ from chinchax.errors import UserError
 from chinchax.models import sharding
 from chinchax.scaling import fmt
 from chinchax.scaling import records
-from chinchax.sweeps import data, estimate, executors, fit_adapter, forecast_score, report
+from chinchax.sweeps import data, estimate, executors, forecast_score, report
 from chinchax.sweeps import hparams
 from chinchax.sweeps import job as job_lib
 from chinchax.sweeps import progress as progress_lib
@@ -138,7 +138,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   killpoints.hit("fit")
   measure = hparams.active(spec.config)  # an LR x batch grid: hparams.json, not law.json
   try:
-    (hparams if measure else fit_adapter).fit_workdir(workdir, spec.bootstrap)
+    (hparams if measure else report).fit_workdir(workdir, spec.bootstrap)
   except UserError as e:
     fit_error = str(e)
     print(f"chinchax sweep: the fit failed: {fit_error}", file=sys.stderr)

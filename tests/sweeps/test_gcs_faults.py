@@ -9,9 +9,9 @@ records and the report are the real ones."""
 import json
 
 from chinchax import atomic
-from chinchax.errors import UserError
 from chinchax import cli
-from chinchax.sweeps import fit_adapter, lock
+from chinchax.errors import UserError
+from chinchax.sweeps import lock, report
 from chinchax.sweeps.train import loop
 
 from tests.helpers import sweep_helper
@@ -34,7 +34,7 @@ def _setup(monkeypatch, fake_gcs):  # noqa: F811
     raise UserError("stand-in fit: no law")
 
   monkeypatch.setattr(loop, "train", counting_train)
-  monkeypatch.setattr(fit_adapter, "fit_workdir", fit)
+  monkeypatch.setattr(report, "fit_workdir", fit)
   monkeypatch.setattr(atomic, "_sleep", lambda s: None)  # the backoff, without the wait
   monkeypatch.setattr(lock, "SETTLE_S", 0.0)
   return trained, ["sweep", *sweep_helper.synthetic_argv(URL), "--config.bootstrap=0", "--quiet"]
