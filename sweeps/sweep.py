@@ -28,10 +28,10 @@ from chinchax.errors import UserError
 from chinchax.models import sharding
 from chinchax.scaling import fmt
 from chinchax.scaling import records
+from chinchax.sweeps import console
 from chinchax.sweeps import data, estimate, executors, forecast_score, report
 from chinchax.sweeps import hparams
 from chinchax.sweeps import job as job_lib
-from chinchax.sweeps import progress as progress_lib
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps.job import Job, Outcome
 from chinchax.sweeps.train import config as run_config
@@ -81,7 +81,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   `config`: a sweep config (`sweep_config.base_config`, e.g. `sweeps/configs/smoke.py`'s). `stop`: a
   flag object (`stop_lib.StopFlag`); without one, SIGTERM and SIGINT stop the sweep while it
   runs (finished cells are kept: rerun to resume). The console: one line per cell
-  (sweeps/progress.py), with a bar in place on a terminal unless `quiet`; `verbose` adds each
+  (sweeps/console.py), with a bar in place on a terminal unless `quiet`; `verbose` adds each
   run's step lines.
   """
   spec = spec_lib.resolve(config, workdir)
@@ -150,13 +150,13 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   return Result("done", tuple(failed), fit_error, path)
 
 
-def _progress(spec: spec_lib.Spec, todo: list[Job], live) -> progress_lib.SweepProgress:
+def _progress(spec: spec_lib.Spec, todo: list[Job], live) -> console.SweepProgress:
   """The progress lines of `todo`, its ETA seeded with the dry run's estimate of each cell."""
   time_of, _ = estimate.time_model(spec.executor)
   cells = {c.name: time_of(c) for c in spec.cells}
   known = [cells[j.name] for j in todo if j.name in cells]
   default = sum(known) / len(known) if known else 1.0  # a WSD job: the mean cell
-  return progress_lib.SweepProgress([j.name for j in todo],
+  return console.SweepProgress([j.name for j in todo],
                                     [cells.get(j.name, default) for j in todo], live=live,
                                     done_before=len(spec.jobs) - len(todo))
 

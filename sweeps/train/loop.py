@@ -53,7 +53,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool 
   {"status": "stopped"}. Without one, SIGTERM and SIGINT set a flag of the run's own for the
   length of the loop. `checkpoint_lock`: see `setup.build`. `progress`: called as
   `progress(step, total_steps, tokens_per_s, train_loss)` at every log step (the sweep's
-  progress line, sweeps/progress.py). `opened`: see `setup.build`.
+  progress line, sweeps/console.py). `opened`: see `setup.build`.
   """
   t_start = time.time()
   log = (lambda *_: None) if quiet else (lambda m: print(m, flush=True))

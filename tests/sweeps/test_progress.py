@@ -1,4 +1,4 @@
-"""The sweep's console: progress lines with the sweep's ETA (sweeps/progress.py), libraries'
+"""The sweep's console: progress lines with the sweep's ETA (sweeps/console.py), libraries'
 warnings collapsed and a broken pipe turned into a stop (sweeps/console.py)."""
 
 import io
@@ -8,8 +8,8 @@ import os
 import pytest
 
 
+from chinchax.sweeps import console
 from chinchax.sweeps.train import stop as stop_lib
-from chinchax.sweeps import console, progress
 
 
 class FakeClock:
@@ -23,7 +23,7 @@ class FakeClock:
 def test_eta_rescales_the_estimates_by_the_work_done():
   clock = FakeClock()
   out = io.StringIO()
-  p = progress.SweepProgress(["a", "b", "c"], [10.0, 10.0, 20.0], stream=out, live=False,
+  p = console.SweepProgress(["a", "b", "c"], [10.0, 10.0, 20.0], stream=out, live=False,
                              clock=clock)
   assert p.eta_s() == pytest.approx(40.0)  # nothing done: the estimates as they are
   step = p.start("a")
@@ -47,7 +47,7 @@ def test_eta_rescales_the_estimates_by_the_work_done():
 
 def test_live_bar_is_redrawn_in_place_then_replaced_by_the_cell_line():
   out = io.StringIO()
-  p = progress.SweepProgress(["a", "b"], [1.0, 1.0], stream=out, live=True)
+  p = console.SweepProgress(["a", "b"], [1.0, 1.0], stream=out, live=True)
   step = p.start("a")
   step(3, 12, 4.2e4, 2.75)
   step(12, 12, 4.2e4, 2.5)
@@ -61,7 +61,7 @@ def test_live_bar_is_redrawn_in_place_then_replaced_by_the_cell_line():
 
 def test_a_piped_stream_gets_no_bar():
   out = io.StringIO()  # not a terminal
-  p = progress.SweepProgress(["a"], [1.0], stream=out)
+  p = console.SweepProgress(["a"], [1.0], stream=out)
   assert not p.live
   p.start("a")(1, 2, 1.0, 1.0)
   assert out.getvalue() == ""

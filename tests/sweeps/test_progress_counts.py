@@ -4,13 +4,13 @@ loss with its budget, and a resumed sweep's count going on from the runs already
 import io
 import types
 
-from chinchax.sweeps import progress
+from chinchax.sweeps import console
 from chinchax.sweeps import sweep
 
 
 def test_a_resumed_sweep_counts_on_from_the_runs_done():
   out = io.StringIO()
-  p = progress.SweepProgress(["c", "d"], [1.0, 1.0], stream=out, live=False,
+  p = console.SweepProgress(["c", "d"], [1.0, 1.0], stream=out, live=False,
                              clock=lambda: 0.0, done_before=7)
   p.start("c")
   assert p.end("c", "done", "eval loss 2.0").startswith("[8/9] c: done")
