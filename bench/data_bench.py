@@ -10,7 +10,7 @@ Prints (one figure per line):
     gather), numpy only: the per-host cost of a training step's input;
   * global_batch tokens/s: the same plus `make_array_from_process_local_data` onto this
     process's devices;
-  * model tokens/s, measured: real train steps (`sweeps.step`, the training optimizer) of a
+  * model tokens/s, measured: real train steps (`sweeps.train.step`, the training optimizer) of a
     ~50M decoder on this process's devices, `model_batch` x `seq` tokens of the dataset per
     step, input included; the median over `model_steps` steps after one compile-and-warm-up
     step. This is what one host's devices consume; the input pipeline must stay well above it;

@@ -7,7 +7,7 @@
 Cells come from the smoke config (`sweeps/configs/smoke.py`: its model, data, LR and warmup
 recipe) with the sizes given for every budget and a fixed batch of `--batch` x `--seq-len`
 tokens, so that one size has one shape and one batch at every budget. All cells train in this
-process (one compile per shape, `sweeps.step`). `--schedule=cosine`: one run per cell, as the
+process (one compile per shape, `sweeps.train.step`). `--schedule=cosine`: one run per cell, as the
 sweep runs them. `--schedule=wsd`: per size one warmup-stable-decay run (`sweeps.wsd`) with a
 cooldown branch at each budget's D = C / (6N) (decay over the last 20% of the branch; the
 warmup of the size's shortest cell), the IsoFLOP design's WSD variant.

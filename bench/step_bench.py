@@ -5,7 +5,7 @@
                                [--nanodo /work/ext/nanodo] [--remat none] [--mesh 1,-1,1]
 
 For each size: the recipe's shape (`models.shapes`, tied embeddings), chinchax's sharded
-train state and jitted step (`sweeps.step`, the trainer's AdamW and cosine schedule), then, if
+train state and jitted step (`sweeps.train.step`, the trainer's AdamW and cosine schedule), then, if
 `--nanodo` names a nanodo checkout (github.com/google-deepmind/nanodo, read from that path, never
 copied), nanodo's `TransformerDo` and `Trainer.step_fn` on the same devices, batch, sequence
 length, dtype, vocabulary, width, depth and heads. nanodo's MLP is plain GELU (two matrices), so

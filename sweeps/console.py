@@ -12,7 +12,7 @@ and the sweep's progress while it runs.
   whole sweep. On a terminal the running cell is a tqdm bar updated in place (its steps,
   loss, tokens/s and the sweep's ETA), replaced by the cell's line when it ends; piped, only
   the cells' lines are printed. The ETA starts from the dry run's estimate of each cell
-  (sweeps/estimate.py) and is rescaled by how long the work done so far actually took
+  (sweeps/dry_run.py) and is rescaled by how long the work done so far actually took
   against that estimate, so a machine twice as slow as the estimate's sees twice the ETA
   after its first cell."""
 

@@ -9,13 +9,13 @@ cell's train and eval steps ahead of time for TARGET, default the config's `targ
 slice (`v5p:2x2x4`, `v5e:4x4,slices=2`, `v6e-8`; needs libtpu, `pip install
 'chinchax[tpu]'`), GPU nodes (`h100:8`, `h200:8`, `h100:16` = 2 nodes of 8; needs jax's CUDA
 plugin and ptxas, `pip install 'chinchax[gpu-compile]'`, no GPU) or `local`, this machine's own
-devices; the checking is `sweeps.readiness`. Per cell it prints HBM per chip, whether that
+devices; the checking is `sweeps.accel.readiness`. Per cell it prints HBM per chip, whether that
 fits the chip's usable HBM less `--headroom` (default 10%, kept for the runtime, checkpoint
 copies and fragmentation; on a GPU the usable memory is XLA's pool, the card's memory times
 XLA_PYTHON_CLIENT_MEM_FRACTION, `sweeps.accel.gpu_budget`), the compiled FLOPs per step over the analytic Chinchilla count of
 `scaling.conventions` (≈1 with remat none: the embedding is a gather here and a matmul there;
 remat adds its recompute) and the compile time. What each compile reports is kept
-(`sweeps.aot_cache`): a repeated dry run compiles only the cells that changed
+(`sweeps.accel.aot_cache`): a repeated dry run compiles only the cells that changed
 (CHINCHAX_COMPILE_CACHE=off compiles everything).
 
 A cell that does not fit is refused (exit status 2) with the setting that makes it fit, when
@@ -23,20 +23,48 @@ one does. `--json` prints one object instead: {"target", "chips", "hbm_capacity_
 "hbm_budget_bytes", "cells": [...], "refused": [...]}, each cell with at least N,
 hbm_bytes_per_chip and fits; for GPUs also "gpu": the card, nodes, the pool and which mesh
 axes cross nodes.
-"""
+
+Its time column (`time_model`) is a cell's estimated wall time on the devices it will get. On CPU small models are overhead-bound, so a cell costs a fixed start (init and compile), a
+fixed cost per step and its FLOPs: the least-squares fit of these three to the smoke sweep's
+cells on two CPU cores. With a known peak (sweeps/accel/hardware.py): ASSUMED_MFU of it."""
 
 import dataclasses
 import json
 import sys
 import time
+from typing import Callable
+
+import jax
 
 from chinchax.errors import UserError
 from chinchax.models import sharding as mesh_lib
 from chinchax.scaling import conventions
-from chinchax.sweeps import estimate, fit_forecast, table
-from chinchax.sweeps import recipe as recipe_lib
-from chinchax.sweeps import spec as spec_lib
+from chinchax.sweeps import executors, fit_forecast, recipe as recipe_lib, spec as spec_lib, table
 from chinchax.sweeps.accel import aot, aot_cache, gpu_budget, hardware, readiness
+from chinchax.sweeps.grid import Cell
+from chinchax.sweeps.spec import Executor
+
+
+CPU_CELL_S = 7.0
+CPU_STEP_S = 3.3e-3
+CPU_FLOPS_PER_S = 4e10  # chinchilla FLOPs
+ASSUMED_MFU = 0.3
+
+
+def time_model(e: Executor) -> tuple[Callable[[Cell], float], str]:
+  """(a cell's estimated seconds, how they are estimated)."""
+  devices = (executors.cell_devices(e) or [jax.local_devices()[:1]])[0]
+  peak = hardware.peak_flops(devices[0])
+  if peak:
+    rate = ASSUMED_MFU * peak * len(devices)
+    return (lambda cell: cell.flops_6ND / rate), (
+        f"time at {ASSUMED_MFU:.0%} of the {len(devices)} x {peak:.3g} FLOP/s peak of "
+        f"{devices[0].device_kind}")
+  return (lambda cell: CPU_CELL_S + cell.steps * CPU_STEP_S
+          + cell.flops_chinchilla / CPU_FLOPS_PER_S), (
+      f"time on CPU: {CPU_CELL_S:.0f} s per cell, {CPU_STEP_S * 1e3:.1f} ms per step and "
+      f"{CPU_FLOPS_PER_S:.2g} FLOP/s (chinchilla), measured for small models on 2 cores")
+
 
 HEADROOM = 0.10
 
@@ -151,7 +179,7 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
                                    "hbm_bytes_per_chip": None, "fits": None} for x in cells],
                         "refused": refusals, "fit_warnings": warnings}, indent=1))
       return 0
-    seconds, how = estimate.time_model(spec.executor)
+    seconds, how = time_model(spec.executor)
     if c.get("target"):  # the slice or node the sweep is for, not this machine
       gpu = hardware.gpu_node(c.target)
       if gpu:
@@ -159,9 +187,9 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
       else:
         t = hardware.parse_target(c.target)
         n, peak, name = t.chips, t.chip.peak_flops, t.name
-      rate = estimate.ASSUMED_MFU * peak * n
+      rate = ASSUMED_MFU * peak * n
       seconds = lambda cell: cell.flops_6ND / rate
-      how = (f"time at {estimate.ASSUMED_MFU:.0%} of the {n} x {peak:.3g} "
+      how = (f"time at {ASSUMED_MFU:.0%} of the {n} x {peak:.3g} "
              f"FLOP/s peak of the target {name} (6ND FLOPs)")
     rec = recipe_lib.from_config(c.recipe)
     print(table.format_table(cells, refusals, seconds=seconds, source=rec.source(),

@@ -23,7 +23,7 @@ rerun gets the same numbers. Each constant is a key of the sweep config's `recip
   has at least `min_steps` steps: an optimizer that takes a handful of steps measures the
   schedule, not the model. A cell that cannot reach `min_steps` is refused by the grid.
 * **Warmup**: `warmup_fraction` of the steps (at least one), linear, as the optimizer's
-  schedule expects (`sweeps.optimizer`).
+  schedule expects (`sweeps.train.optimizer`).
 * **Floor**: shapes with d_model < `min_d_model` or n_layers < `min_layers` are refused.
 """
 

@@ -29,7 +29,7 @@ from chinchax.models import sharding
 from chinchax.scaling import fmt
 from chinchax.scaling import records
 from chinchax.sweeps import console
-from chinchax.sweeps import data, estimate, executors, forecast_score, report
+from chinchax.sweeps import data, dry_run, executors, forecast_score, report
 from chinchax.sweeps import hparams
 from chinchax.sweeps import job as job_lib
 from chinchax.sweeps import spec as spec_lib
@@ -152,7 +152,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
 
 def _progress(spec: spec_lib.Spec, todo: list[Job], live) -> console.SweepProgress:
   """The progress lines of `todo`, its ETA seeded with the dry run's estimate of each cell."""
-  time_of, _ = estimate.time_model(spec.executor)
+  time_of, _ = dry_run.time_model(spec.executor)
   cells = {c.name: time_of(c) for c in spec.cells}
   known = [cells[j.name] for j in todo if j.name in cells]
   default = sum(known) / len(known) if known else 1.0  # a WSD job: the mean cell

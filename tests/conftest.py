@@ -17,8 +17,8 @@ from tests.helpers.fake_gcs import fake_gcs  # noqa: F401  (a fixture: gs:// on 
 
 
 def pytest_configure(config):
-  """Compiles are kept in a cache of this test session's own (`sweeps.compile_cache`,
-  `sweeps.aot_cache`): a test that compiles then compiles, whatever an earlier run left."""
+  """Compiles are kept in a cache of this test session's own (`sweeps.accel.compile_cache`,
+  `sweeps.accel.aot_cache`): a test that compiles then compiles, whatever an earlier run left."""
   if "CHINCHAX_COMPILE_CACHE" not in os.environ:
     path = tempfile.mkdtemp(prefix="chinchax-test-cache-")
     os.environ["CHINCHAX_COMPILE_CACHE"] = path

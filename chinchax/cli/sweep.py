@@ -11,16 +11,16 @@ its TPU slice and checked against its HBM (sweeps/dry_run.py). The library funct
 `chinchax.sweep` (sweeps/sweep.py).
 """
 
-import os
 
 from chinchax.errors import UserError
+from chinchax.sweeps import configs
 from chinchax.sweeps.accel import compile_cache
 from chinchax.sweeps import console, dry_run, executors, lock, spec as spec_lib
 from chinchax.sweeps.hosts import distributed
 from chinchax.sweeps import sweep
 from chinchax.cli import exit_status, flags
 
-DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "smoke.py")
+DEFAULT_CONFIG = configs.path("smoke")
 
 
 def main(argv: list[str]) -> int:

@@ -14,17 +14,17 @@ inside the interval or not) into WORKDIR/forecast_score.json.
 """
 
 import json
-import os
 import sys
 
 from chinchax.errors import UserError
+from chinchax.sweeps import configs
 from chinchax.sweeps.accel import compile_cache
 from chinchax.sweeps import console, forecast_score, job, lock, wsd
 from chinchax.sweeps.hosts import distributed
 from chinchax.sweeps.train import describe
 from chinchax.cli import exit_status, flags
 
-DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.dirname(__file__)), "configs", "train.py")
+DEFAULT_CONFIG = configs.path("train")
 
 
 def main(argv: list[str]) -> int:

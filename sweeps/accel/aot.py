@@ -6,8 +6,8 @@
 With libtpu installed, `jax.experimental.topologies` describes any TPU slice without the chips
 (compile-only devices); elsewhere the target is this machine's own devices. Nothing is
 allocated: the state and the batch are ShapeDtypeStructs carrying their shardings
-(`sweeps.step.state_shardings`: the config's mesh, `models.sharding.RULES`, fsdp or
-shard_grad_op), the steps are the ones a run jits (`sweeps.step.make_train_step` with the
+(`sweeps.train.step.state_shardings`: the config's mesh, `models.sharding.RULES`, fsdp or
+shard_grad_op), the steps are the ones a run jits (`sweeps.train.step.make_train_step` with the
 cell's batch and grad_accum, `make_eval_step`), lowered with `.lower()` and compiled with
 `.compile()` exactly as on the slice.
 
@@ -25,7 +25,7 @@ A program that cannot fit a TPU is refused by its compiler (RESOURCE_EXHAUSTED);
 is the arguments (counted from the shardings) plus the temporaries the error names, a lower
 bound. A GPU's compiler refuses nothing: the fit is the caller's comparison alone. The eval step runs while the train state stays resident, so its peak is the train
 step's arguments plus its own outputs, temporaries and code. FLOPs per step are the compiled
-program's (`sweeps.hlo_flops`, every loop counted) × devices.
+program's (`sweeps.accel.hlo_flops`, every loop counted) × devices.
 """
 
 import dataclasses
@@ -79,7 +79,7 @@ class Program:
   flops_xla: float | None = None    # XLA's own per-device figure (loop bodies once)
   compile_s: float = 0.0
   error: str | None = None          # the compiler's refusal, one line
-  cached: bool = False              # read from `sweeps.aot_cache`; compile_s is the first's
+  cached: bool = False              # read from `sweeps.accel.aot_cache`; compile_s is the first's
 
   @property
   def hbm_bytes(self) -> int:
@@ -192,7 +192,7 @@ def _required_temp(message: str) -> int | None:
 
 
 def _compile(lowered, devices: Sequence, arguments: int) -> Program:
-  """Compiles, or reads what an identical compile reported before (`sweeps.aot_cache`)."""
+  """Compiles, or reads what an identical compile reported before (`sweeps.accel.aot_cache`)."""
   k = aot_cache.key(lowered, devices)
   seen = aot_cache.load(k)
   if seen is not None:

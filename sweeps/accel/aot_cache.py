@@ -15,7 +15,7 @@ the compile time, or the compiler's refusal.
 The key is the lowered program's text (the StableHLO with its shardings and mesh), the
 devices it was lowered for (kind, ids, coordinates), the compiler's flags (LIBTPU_INIT_ARGS,
 XLA_FLAGS), the versions of jax, jaxlib, libtpu and jax's CUDA plugin and compiler, the
-source of `sweeps.hlo_flops` (the FLOP count is ours, not the compiler's) and the GPU specs
+source of `sweeps.accel.hlo_flops` (the FLOP count is ours, not the compiler's) and the GPU specs
 (`gpu_targets/*.txtpb`): a changed cell, slice, card, compiler or flag cannot be served a
 stale entry. Entries live next to jax's cache,
 in `$CHINCHAX_COMPILE_CACHE/aot` (default ~/.cache/chinchax/xla/aot);

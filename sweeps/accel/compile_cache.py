@@ -1,6 +1,6 @@
 """jax's persistent compilation cache for chinchax's processes: compile a shape once per machine.
 
-Within a process the jitted init, train and eval steps are memoised (`sweeps.step`), so the
+Within a process the jitted init, train and eval steps are memoised (`sweeps.train.step`), so the
 cells of a sweep that share a shape and batch compile once. This cache carries the compiled
 executables over to the next process: a rerun, a second seed, the fit after a sweep, a test.
 Its key is the optimised program with the compiler's version and flags, so a stale entry

@@ -8,8 +8,8 @@ Cells with the same shape, batch and setting compile once, one at a time, the ri
 own threads, and two compiles in one process contend for them (the v5p config on 2 cores: its
 first 10 cells took 1026 s two at a time, its first 9 took 756 s one at a time, on a host
 running about 40% slower than its best). What a compile reports is kept on disk
-(`sweeps.aot_cache`), so a repeated dry run compiles only the cells that changed. A row's HBM
-per chip is the larger of its train step's and its eval step's (`sweeps.aot`); it fits when
+(`sweeps.accel.aot_cache`), so a repeated dry run compiles only the cells that changed. A row's HBM
+per chip is the larger of its train step's and its eval step's (`sweeps.accel.aot`); it fits when
 that is within the budget (the chip's usable HBM less the headroom) and both steps compile.
 For a cell that does not fit, these settings are tried in order and the first that fits is
 its remedy: FSDP over the whole slice, remat minimal, both, remat full, both, then gradient

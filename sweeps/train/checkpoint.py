@@ -11,7 +11,7 @@ Intact means three things, checked newest first:
    marker rather than a rename, `commit_success.txt`). An empty or half-written folder, what
    a save cut off by preemption leaves on some filesystems, fails here.
 2. It loads.
-3. Its values are the ones saved: `sweeps.fingerprint` of the restored state equals the one
+3. Its values are the ones saved: `sweeps.train.fingerprint` of the restored state equals the one
    recorded in the step's metadata at save time (written before the save commits, so a
    committed step always has it; steps saved before chinchax recorded one are taken on 1-2).
 

@@ -11,7 +11,7 @@ under another gives the same fingerprint. A change of one element changes s by a
 amount below 2^32, so any single corrupted word is detected; the odd weights make w catch
 words that moved (a multiplication by an odd number is a bijection modulo 2^32).
 
-`sweeps.checkpoint` stores the fingerprint in orbax's step metadata, written before the save
+`sweeps.train.checkpoint` stores the fingerprint in orbax's step metadata, written before the save
 commits, and recomputes it after a restore: what is restored is what was saved, bit for bit.
 The cost is one pass over the state on device per save and per restore.
 """

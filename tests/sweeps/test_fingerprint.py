@@ -1,4 +1,4 @@
-"""sweeps.fingerprint: the state checksum each checkpoint records, against numpy, and its
+"""sweeps.train.fingerprint: the state checksum each checkpoint records, against numpy, and its
 independence of how a leaf is sharded (8 fake CPU devices, in a subprocess)."""
 
 import json

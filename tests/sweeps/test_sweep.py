@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from chinchax.scaling import law as law_lib
 from chinchax import cli
-from chinchax.sweeps import data, estimate, grid, sweep, table
+from chinchax.scaling import law as law_lib
+from chinchax.sweeps import data, dry_run, grid, sweep, table
 from chinchax.sweeps.configs import tiny
 from chinchax.sweeps.data import pipeline
 from chinchax.sweeps.train import loop
@@ -88,13 +88,13 @@ def test_dry_run_prints_one_row_per_cell(capsys):
   assert [r.split()[0] for r in rows] == [c.name for c in cells]
   assert all(r.split()[-1].endswith("s") for r in rows)  # the time column
   assert out.count("refused:") == len(refusals)
-  # On CPU each cell costs a start, a cost per step and its FLOPs (estimate.time_model).
+  # On CPU each cell costs a start, a cost per step and its FLOPs (dry_run.time_model).
   for row, cell in zip(rows, cells):
-    seconds = (estimate.CPU_CELL_S + cell.steps * estimate.CPU_STEP_S
-               + cell.flops_chinchilla / estimate.CPU_FLOPS_PER_S)
+    seconds = (dry_run.CPU_CELL_S + cell.steps * dry_run.CPU_STEP_S
+               + cell.flops_chinchilla / dry_run.CPU_FLOPS_PER_S)
     assert row.split()[-1] == table.duration(seconds), (row, seconds)
-  total = sum(estimate.CPU_CELL_S + c.steps * estimate.CPU_STEP_S
-              + c.flops_chinchilla / estimate.CPU_FLOPS_PER_S for c in cells)
+  total = sum(dry_run.CPU_CELL_S + c.steps * dry_run.CPU_STEP_S
+              + c.flops_chinchilla / dry_run.CPU_FLOPS_PER_S for c in cells)
   assert f"about {table.duration(total)} of training" in out
 
 
