@@ -119,7 +119,7 @@ FEW = 0.5  # share of the squared residuals that makes "a few runs" the cause
 UNDERTRAINED = 1 / 3  # share carried by D/N < 1 runs that makes them the cause
 
 
-def local_noise(bud, y_n: np.ndarray) -> tuple[isoflop_local.Local, float]:
+def local_fits(bud, y_n: np.ndarray) -> tuple[isoflop_local.Local, float]:
   """The local fits of the screened budgets and the noise they measure (NaN if nothing does)."""
   loc = isoflop_local.fit(bud.log_N_n, bud.budget_n, len(bud.C_K), y_n[None])
   return loc, float(loc.sigma_R[0])
@@ -197,7 +197,7 @@ def approach3(runs: Runs, fit3) -> dict | None:
   if len(bud.C_K) == 0:
     return None
   y = runs.loss[bud.idx_n]
-  loc, sigma = local_noise(bud, y)
+  loc, sigma = local_fits(bud, y)
   N, D = runs.N[bud.idx_n], runs.D[bud.idx_n]
   predicted = fit3.E + fit3.A * N**-fit3.alpha + fit3.B * D**-fit3.beta
   return lack_of_fit(y - predicted, sigma, N_n=N, D_n=D,

@@ -16,12 +16,12 @@ A file that is not this is refused with one line naming the field (`load`). No j
 """
 
 import json
-import math
 import os
 from typing import Any
 
 from chinchax import atomic
 from chinchax.errors import UserError
+from chinchax.scaling import json_checks
 
 SCHEMA = "chinchax/hparams/v1"
 TOP_KEYS = ("schema", "lr", "batch", "points", "conventions", "settings", "provenance",
@@ -35,7 +35,7 @@ def _fail(where: str, what: str):
 
 
 def _num(x, where: str, positive: bool = False) -> float:
-  if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+  if not json_checks.is_number(x):
     _fail(where, f"not a finite number: {str(x)[:40]}")
   if positive and not x > 0:
     _fail(where, f"must be positive, got {x}")

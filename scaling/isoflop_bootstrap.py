@@ -42,8 +42,8 @@ inside their sizes.
 
 import numpy as np
 
-from chinchax.scaling import isoflop_minima, isoflop_resample, isoflop_vp
 from chinchax.errors import UserError
+from chinchax.scaling import isoflop_local, isoflop_minima, isoflop_vp
 from chinchax.scaling.runs import Runs
 
 KIND = "parametric"  # the fit's values plus pooled Gaussian noise, sizes kept
@@ -55,7 +55,7 @@ def _noise_model(m) -> tuple[np.ndarray, np.ndarray, float, int]:
   bud, y = m.bud, m.y_n
   n = len(y)
   if m.used == "local":
-    return isoflop_resample.local_noise(m.loc, y)
+    return isoflop_local.local_noise(m.loc, y)
   if m.used == "parabola" and n > 3 * len(bud.C_K):
     r = y - isoflop_minima.fitted(bud, m.est)
     dof = n - 3 * len(bud.C_K)
@@ -82,7 +82,7 @@ def bootstrap_isoflop(runs: Runs, n_resamples: int = 1000, seed: int = 0,
     raise UserError(f"bootstrap: n_resamples must be a positive integer, got {n_resamples!r}")
   m = isoflop_minima.read(runs, method)
   model = _noise_model(m)
-  (a, log_kN, b, log_kD), n_failed = isoflop_resample.draws(m.bud, model, m.used, n_resamples,
+  (a, log_kN, b, log_kD), n_failed = isoflop_local.draws(m.bud, model, m.used, n_resamples,
                                                             seed, CHUNK)
   return {"a": a, "b": b, "log_kN": log_kN, "log_kD": log_kD, "n_resamples": n_resamples,
           "n_failed": n_failed, "seed": seed, "kind": KIND, "sigma": model[2],

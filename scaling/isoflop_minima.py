@@ -44,7 +44,7 @@ import dataclasses
 import numpy as np
 
 from chinchax.errors import UserError
-from chinchax.scaling import checks, isoflop_local, isoflop_resample
+from chinchax.scaling import checks, isoflop_local
 from chinchax.scaling import isoflop_budgets as budgets
 from chinchax.scaling.runs import Runs, budget_groups
 
@@ -137,13 +137,13 @@ def read(runs: Runs, method: str = "auto") -> Minima:
   if len(bud.C_K) < 2:
     raise budgets.too_few(len(bud.C_K), len(groups), dropped)
   y = runs.loss[bud.idx_n]
-  loc, sigma = checks.local_noise(bud, y)
+  loc, sigma = checks.local_fits(bud, y)
   edge = loc.edge_RxK[0]
   target = method
   if method == "auto":  # vp only where it adds what local cannot: a minimum near an end
     target = "local" if np.isfinite(sigma) and loc.convex_RxK[0].all() else "vp"
   messages, record, used = [], None, target
-  est = isoflop_resample.local_estimate(bud, y[None], loc)
+  est = isoflop_local.local_estimate(bud, y[None], loc)
   if target != "local":
     fit_method = target
     est_m = budgets.estimate(bud, y[None], fit_method)
@@ -182,7 +182,7 @@ def read(runs: Runs, method: str = "auto") -> Minima:
       messages.append(f"{NAMES[fit_method]} has no minimum in every budget; the local "
                       "estimate (each budget's minimum from the runs near it) is used instead")
       used = "local"
-  x, L, keep, use_local = (v[0] for v in isoflop_resample.combine(bud, est, loc))
+  x, L, keep, use_local = (v[0] for v in isoflop_local.combine(bud, est, loc))
   dropped += [_edge_line(bud, runs, k, edge[k]) for k in np.flatnonzero(~keep)]
   if keep.sum() < 2:
     raise budgets.too_few(int(keep.sum()), len(groups), dropped)

@@ -12,7 +12,8 @@ def shown(x) -> str:
   return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _is_number(x) -> bool:
+def is_number(x) -> bool:
+  """A finite JSON number (a bool is not one; an integer beyond any float is not finite)."""
   if not isinstance(x, (int, float)) or isinstance(x, bool):
     return False
   try:
@@ -27,7 +28,7 @@ def number(x, where: str, kind: str = "finite", nullable: bool = False):
     return
   tests = {"finite": lambda v: True, "positive": lambda v: v > 0,
            "nonnegative": lambda v: v >= 0, "unit": lambda v: 0 < v < 1}
-  if not (_is_number(x) and tests[kind](x)):
+  if not (is_number(x) and tests[kind](x)):
     words = {"finite": "a finite number", "positive": "a positive finite number",
              "nonnegative": "a non-negative finite number",
              "unit": "a number strictly between 0 and 1"}[kind]

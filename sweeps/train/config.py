@@ -14,7 +14,7 @@ from chinchax.errors import UserError
 from chinchax.models import config
 from chinchax.models import sharding
 from chinchax.models.config import ModelConfig
-from chinchax.scaling import conventions
+from chinchax.scaling import conventions, json_checks
 from chinchax.sweeps import data
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.data import seqlen
@@ -116,7 +116,7 @@ def check(c: ml_collections.ConfigDict) -> None:
     raise UserError(f"the train config has no key {', '.join(unknown)}; check the spelling "
                     "against sweeps/configs/train.py")
   for key in POSITIVE:
-    if not (_is_number(c[key]) and math.isfinite(c[key]) and c[key] > 0):
+    if not (json_checks.is_number(c[key]) and c[key] > 0):
       raise UserError(f"config.{key} must be positive, got {c[key]!r}")
   sharding.check_batch(c.batch_size, 1, c.grad_accum, hint="another config.grad_accum")
   _check_optimizer(c.optimizer)
@@ -135,10 +135,6 @@ def check(c: ml_collections.ConfigDict) -> None:
   early_stopping(c)
 
 
-def _is_number(x) -> bool:
-  return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
 def _check_optimizer(o: ml_collections.ConfigDict) -> None:
   """Values no schedule or optax would refuse, yet that cannot train."""
   ranges = (("peak_lr", lambda x: x > 0, "a positive learning rate"),
@@ -152,5 +148,5 @@ def _check_optimizer(o: ml_collections.ConfigDict) -> None:
             ("clip_norm", lambda x: x > 0, "positive"))
   for key, ok, words in ranges:
     x = o[key]
-    if not (_is_number(x) and math.isfinite(x) and ok(x)):
+    if not (json_checks.is_number(x) and ok(x)):
       raise UserError(f"config.optimizer.{key} must be {words}, got {x!r}")
