@@ -14,12 +14,17 @@ files, and prints:
   handing down to the next, has none; a utility called from everywhere, or a lower layer
   that calls up into a higher one, adds one per caller;
 - upcalls: the edges from a file in a folder to a file of a folder above it
-  (sweeps/train/x.py -> sweeps/y.py), which layered folders never have.
+  (sweeps/train/x.py -> sweeps/y.py), which layered folders never have. The package root's
+  own modules (chinchax/errors.py, atomic.py, killpoints.py) are the floor every folder
+  stands on, as in tests/test_layout.py, not a folder above. An upcall whose caller does not
+  import the callee's module is a callback the upper file handed down (a progress function,
+  a logging filter): listed apart, as `callbacks`.
 
 The sweep's own dispatch (cli) is included; tests, bench and third-party code are not.
 """
 
 import argparse
+import ast
 import collections
 import contextlib
 import inspect
@@ -39,6 +44,24 @@ def _ours(path: str) -> str | None:
     return None
   rel = os.path.relpath(path, ROOT)
   return rel if rel.split(os.sep)[0] in FOLDERS else None
+
+
+def _dotted(rel: str) -> str:
+  parts = rel[:-len(".py")].split(os.sep)
+  parts = parts[1:] if parts[0] == "chinchax" else parts
+  return ".".join(["chinchax", *[p for p in parts if p != "__init__"]])
+
+
+def _imports(rel: str) -> set[str]:
+  """Every module `rel` imports by name, imports inside functions included."""
+  out = set()
+  for node in ast.walk(ast.parse(open(os.path.join(ROOT, rel)).read())):
+    if isinstance(node, ast.Import):
+      out.update(a.name for a in node.names)
+    elif isinstance(node, ast.ImportFrom) and node.module:
+      out.add(node.module)
+      out.update(f"{node.module}.{a.name}" for a in node.names)
+  return out
 
 
 def profile(config: str) -> dict:
@@ -82,14 +105,20 @@ def profile(config: str) -> dict:
       threading.setprofile(None)
     law = os.path.exists(os.path.join(tmp, "w", "law.json"))
   returns = sorted((a, b) for a, b in edges if first[b] < first[a])
-  upcalls = sorted((a, b) for a, b in edges
-                   if os.path.dirname(b) != os.path.dirname(a)
-                   and os.path.dirname(a).startswith(os.path.dirname(b) + os.sep))
+  above = sorted((a, b) for a, b in edges
+                 if os.path.dirname(b) not in (os.path.dirname(a), "chinchax")
+                 and os.path.dirname(a).startswith(os.path.dirname(b) + os.sep))
+  upcalls = [(a, b) for a, b in above if _dotted(b) in _imports(a)]
+  callbacks = [(a, b) for a, b in above if _dotted(b) not in _imports(a)]
+  floor = {f for f in first if os.path.dirname(f) == "chinchax"}
   return {"config": config, "exit": rc, "law_json": law, "files": len(first),
           "edges": len(edges), "returns": len(returns), "upcalls": len(upcalls),
+          "callbacks": len(callbacks),
+          "returns_above_floor": sum(b not in floor for _, b in returns),
           "file_order": sorted(first, key=first.get),
           "return_edges": [f"{a} -> {b}" for a, b in returns],
-          "upcall_edges": [f"{a} -> {b}" for a, b in upcalls]}
+          "upcall_edges": [f"{a} -> {b}" for a, b in upcalls],
+          "callback_edges": [f"{a} -> {b}" for a, b in callbacks]}
 
 
 def main() -> None:
@@ -102,9 +131,11 @@ def main() -> None:
     print(json.dumps(r, indent=1))
     return
   print(f"chinchax sweep --config={r['config']}: exit {r['exit']}, law.json written: {r['law_json']}")
-  print(f"files {r['files']}, cross-file edges {r['edges']}, returns {r['returns']}, "
-        f"upcalls {r['upcalls']}")
-  for title, rows in (("returns", r["return_edges"]), ("upcalls", r["upcall_edges"])):
+  print(f"files {r['files']}, cross-file edges {r['edges']}, returns {r['returns']} "
+        f"({r['returns_above_floor']} not into the package root's own modules), "
+        f"upcalls {r['upcalls']}, callbacks {r['callbacks']}")
+  for title, rows in (("returns", r["return_edges"]), ("upcalls", r["upcall_edges"]),
+                      ("callbacks", r["callback_edges"])):
     print(f"\n{title}:")
     for row in rows:
       print("  " + row)

@@ -6,7 +6,7 @@ their compiled memory against what a deviceless compile predicted for the same c
     python bench/gpu_bench.py --sizes=1e9 --batch=8 --steps=20
     python bench/gpu_bench.py --gemm-margin   # no GPU: Triton GEMMs against cuBLAS, temporaries
 
-Each size is the recipe's shape (`models.shapes`, vocabulary 32000) with sweeps/configs/
+Each size is the recipe's shape (`models.config.shape_for_params`, vocabulary 32000) with sweeps/configs/
 gpu_node.py's numerics (bf16 compute, f32 parameters), remat, sharding and mesh over every
 local device (its fsdp capped at their count: one GPU holds the whole state); the batch is `--batch` sequences per device. The train step is the one a run
 jits (`sweeps.accel.aot.lower`: `sweeps.train.step.make_train_step` on the state's

@@ -4,7 +4,7 @@
                                [--batch 16] [--dtype bfloat16] [--steps 10] [--rounds 5]
                                [--nanodo /work/ext/nanodo] [--remat none] [--mesh 1,-1,1]
 
-For each size: the recipe's shape (`models.shapes`, tied embeddings), chinchax's sharded
+For each size: the recipe's shape (`models.config.shape_for_params`, tied embeddings), chinchax's sharded
 train state and jitted step (`sweeps.train.step`, the trainer's AdamW and cosine schedule), then, if
 `--nanodo` names a nanodo checkout (github.com/google-deepmind/nanodo, read from that path, never
 copied), nanodo's `TransformerDo` and `Trainer.step_fn` on the same devices, batch, sequence

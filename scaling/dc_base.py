@@ -9,7 +9,7 @@ selection no longer changes (from all non-repeating runs; it settles in 2-3 roun
 
 `refit` fits the base law again to bootstrap resamples given as run counts, all at once
 (scaling.huber's batched Newton, from the full fit and with its exponents scaled, as
-scaling.bootstrap does).
+scaling.parametric's bootstrap does).
 """
 
 import numpy as np
@@ -69,5 +69,5 @@ def fit_base(N, D, U, loss, delta: float) -> tuple[parametric.ParametricFit, np.
 def refit(N, D, loss, counts_Rxn: np.ndarray, fit3: parametric.ParametricFit,
           delta: float) -> np.ndarray:
   """(R, 5) base laws [E, A, B, alpha, beta], one per row of run counts (a resample): the
-  Approach-3 bootstrap's own batched refit (scaling.bootstrap.refit)."""
+  Approach-3 bootstrap's own batched refit (scaling.parametric.refit)."""
   return parametric.refit(N, D, loss, counts_Rxn, fit3, delta)

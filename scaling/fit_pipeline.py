@@ -16,7 +16,7 @@ Approach 2 places its minima by `Options.approach2_method` (scaling.isoflop_mini
 Approach 3 carry `lack_of_fit` (residuals against the noise local fits measure) and warn when
 they do not fit. Every interval holds its estimate (law_build.holding), warning if it had not.
 
-Warnings: the data's own first (scaling.data_checks), then each approach's (prefixed with
+Warnings: the data's own first (scaling.checks), then each approach's (prefixed with
 its name) and the fit's (a poorly determined Approach 3, dropped refits, disagreement, the
 data-constrained fit's), all in law.json's top-level `warnings`.
 """

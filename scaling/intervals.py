@@ -2,7 +2,7 @@
 
 Two kinds of samples come out of the bootstraps:
 
-* (S, 5) rows [E, A, B, alpha, beta] of the law (Approach 3, `scaling.bootstrap`):
+* (S, 5) rows [E, A, B, alpha, beta] of the law (Approach 3, `scaling.parametric.bootstrap_parametric`):
   `law_intervals` gives intervals of each parameter, of a and b, of N*(C) and D*(C) at the
   budgets asked for (`scaling.optimum`, C = 6ND), and of the predicted loss L(N, D);
 * {"a", "b", "log_kN", "log_kD"} arrays of the power laws N* = k_N·C^a, D* = k_D·C^b

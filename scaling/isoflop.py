@@ -9,7 +9,7 @@ budgets,
 Methods for N* (`METHODS`), each budget's minimum read as `scaling.isoflop_minima` says:
 
 * "auto" (default): "local" where every budget's lowest loss is inside; else "vp" when it
-  fits the runs (the lack-of-fit check, `scaling.lack_of_fit`, and agreement with the local
+  fits the runs (the lack-of-fit check, `scaling.checks.lack_of_fit`, and agreement with the local
   estimate), else "local".
 * "local": each budget's minimum from the runs near its lowest loss, a robust parabola in
   log N over the sizes within a factor 4 of it (`scaling.isoflop_local`).
@@ -73,7 +73,7 @@ class IsoflopFit:
   warnings: tuple[str, ...] = ()  # every message a user should read, the dropped ones too
   exponents: dict | None = None  # the profile's alpha, beta (methods vp*)
   asked: str = "auto"
-  lack_of_fit: dict | None = None  # of the method asked (scaling.lack_of_fit.check)
+  lack_of_fit: dict | None = None  # of the method asked (scaling.checks.lack_of_fit)
 
   def N_star(self, C):
     return np.exp(self.log_kN + self.a * np.log(C))

@@ -22,7 +22,7 @@ keeps `cosine`, `wsd` or `all` of them.
 In a `runs.jsonl` a later record with the same name replaces an earlier one (the file is an
 append-only log; a re-run appends). Records with status `failed` are skipped and counted.
 A CSV row whose `status` is neither failed nor done/finished (e.g. `running`) is used, and
-named in `Runs.unfinished` for the fit's warning (scaling.data_checks).
+named in `Runs.unfinished` for the fit's warning (scaling.checks).
 Run names are made unique across paths by prefixing a duplicate with its path.
 
 Budget groups (`budget_groups`): runs with a nominal `budget` are grouped by it exactly.

@@ -110,7 +110,7 @@ def cell_devices(e: Executor) -> list[list] | None:
 def run_jobs(jobs: Sequence[Job], on_result: OnResult, e: Executor, *, stop,
              quiet: bool = True, progress=None, opened=None) -> bool:
   """Runs every job with executor `e`; False when `stop` cut the sweep short. `progress`: a
-  `sweeps.progress.SweepProgress` the local and packed runs report their steps to; `opened`:
+  `sweeps.console.SweepProgress` the local and packed runs report their steps to; `opened`:
   the data and meshes the sweep opened once (`setup.Opened`), for the runs in this process."""
   check(e)
   if e.kind == "local":

@@ -1,9 +1,9 @@
 """One training run, all of it: its config resolved (`config`), everything it needs built once
 (`setup`), the loop that trains it (`loop`) with its steps beside it (`step`: the sharded train
-and eval steps, `optimizer`), the training-craft features as hooks (`hooks`, `inputs`,
-`early_stop`), checkpoints with their fingerprints and the stop flag (`checkpoint`, `stop`,
-`fingerprint`), metrics.jsonl and TensorBoard (`metrics`), the phases' times (`timing`), its
-record (`record`, `result`), its plan (`describe`) and the probe of its checkpoints (`probe`).
+and eval steps, `optimizer`), the training-craft features as hooks (`hooks`, `inputs`),
+checkpoints with their fingerprints (`checkpoint`, `fingerprint`), the stop flag and early
+stopping (`stop`), metrics.jsonl, TensorBoard and the phases' times (`metrics`), its
+record (`loop.record_of`, read and written by `scaling.records`), its plan (`describe`) and the probe of its checkpoints (`probe`).
 
 `chinchax.sweeps.train.loop.train(config, workdir)` is the run every sweep cell executes. Nothing
 here imports the sweep above it (grid, spec, jobs, executors, WSD).

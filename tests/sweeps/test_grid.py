@@ -339,7 +339,7 @@ def _real_shape_fn():
 def test_shipped_configs_make_grids(name, which):
   shape_fn = stand_in_shape if which == "stand_in" else _real_shape_fn()
   if shape_fn is None:
-    pytest.skip("models.shapes is not importable")
+    pytest.skip("models.config is not importable")
   if name == "smoke" and which == "stand_in":
     pytest.skip("smoke's smallest sizes (10.1k) sit below the stand-in recipe's smallest model")
   cfg = importlib.import_module(f"chinchax.sweeps.configs.{name}").get_config(None)
