@@ -1,6 +1,6 @@
 """One training run, all of it: its config resolved (`config`), everything it needs built once
 (`setup`), the loop that trains it (`loop`) with its steps beside it (`step`: the sharded train
-and eval steps, `optimizer`), the training-craft features as hooks (`hooks`, `inputs`),
+and eval steps, `optimizer`), the training-craft features and the inputs as hooks (`hooks`),
 checkpoints with their fingerprints (`checkpoint`, `fingerprint`), the stop flag and early
 stopping (`stop`), metrics.jsonl, TensorBoard and the phases' times (`metrics`), its
 record (`loop.record_of`, read and written by `scaling.records`), its plan (`describe`) and the probe of its checkpoints (`probe`).

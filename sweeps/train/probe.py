@@ -24,7 +24,7 @@ from chinchax import atomic
 from chinchax.errors import UserError
 from chinchax.sweeps import data
 from chinchax.sweeps.train import config as run_config
-from chinchax.sweeps.train import hooks, inputs, setup
+from chinchax.sweeps.train import hooks, setup
 
 PROBE_FILE = "eval_probe.jsonl"
 CHECKPOINTS = "checkpoints"
@@ -100,7 +100,7 @@ def probe(workdir: str, steps: str = "last", corpora=(), names=(),
     with ocp.CheckpointManager(os.path.join(workdir, folder)) as mgr:
       state = mgr.restore(step, args=ocp.args.StandardRestore(model.abstract))
     for name, ds in sets.items():
-      loss = inputs.eval_loss_on(model.eval_step, state["params"], ds, n_eval[name],
+      loss = hooks.eval_loss_on(model.eval_step, state["params"], ds, n_eval[name],
                                  model.batch_sharding)
       rows.append({"step": step, "tokens": step * tokens_per_step, "set": name,
                    "eval_loss": loss, "eval_tokens": n_eval[name] * tokens_per_step,

@@ -31,7 +31,7 @@ from chinchax.sweeps.accel import hardware
 from chinchax.sweeps.train import checkpoint, metrics, optimizer
 from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import hooks as hooks_lib
-from chinchax.sweeps.train import inputs as inputs_lib
+from chinchax.sweeps.train import hooks as inputs_lib
 from chinchax.sweeps.train import step as step_lib
 
 
@@ -107,7 +107,7 @@ class Setup:
   c: ml_collections.ConfigDict
   workdir: str
   inputs: inputs_lib.Inputs
-  batches: Any                # `inputs`, or the seq-len warmup that cuts its rows
+  batches: Any                # `hooks.Inputs`, or the seq-len warmup that cuts its rows
   model: Model
   total_steps: int
   tokens_per_step: int
