@@ -40,7 +40,8 @@ import numpy as np
 from chinchax.errors import UserError
 from chinchax.scaling import conventions
 from chinchax.scaling.conventions import Shape
-from chinchax.sweeps import grid_checks, hparams, recipe as recipe_lib
+from chinchax.sweeps import hparams, recipe as recipe_lib
+from chinchax.sweeps.configs import sweep as sweep_config
 
 
 def prior_optimum(spec: str) -> Callable[[float], float]:
@@ -202,11 +203,11 @@ def make_grid(sweep_cfg: ml_collections.ConfigDict,
   shape_fn(N_target, *, vocab_size, seq_len, tied) -> Shape; default the models' recipe.
   """
   cfg = sweep_cfg
-  grid_checks.check_config(cfg)
+  sweep_config.check_config(cfg)
   rec = recipe_lib.from_config(cfg.recipe)
   shape_fn = shape_fn or _default_shape_fn()
-  budgets = grid_checks.numbers(list(cfg.budgets), "budgets")
-  sizes = grid_checks.sizes_per_budget(cfg, budgets)
+  budgets = sweep_config.numbers(list(cfg.budgets), "budgets")
+  sizes = sweep_config.sizes_per_budget(cfg, budgets)
   prior = prior_optimum(cfg.prior) if cfg.prior else None
 
   groups: list[list[_Target]] = []

@@ -26,7 +26,7 @@ import sys
 from chinchax import atomic
 from chinchax.errors import UserError
 from chinchax.scaling import hparams_file, hparams_fit, hparams_law, hparams_text
-from chinchax.sweeps import grid_checks
+from chinchax.sweeps.configs import sweep as sweep_config
 
 
 PREFIX = "law:"
@@ -82,8 +82,8 @@ def active(cfg) -> bool:
 
 
 def factors(cfg) -> tuple[list[float], list[float]]:
-  lr = grid_checks.numbers(list(cfg.hparams.lr_factors), "hparams.lr_factors") or [1.0]
-  batch = grid_checks.numbers(list(cfg.hparams.batch_factors), "hparams.batch_factors") or [1.0]
+  lr = sweep_config.numbers(list(cfg.hparams.lr_factors), "hparams.lr_factors") or [1.0]
+  batch = sweep_config.numbers(list(cfg.hparams.batch_factors), "hparams.batch_factors") or [1.0]
   for name, xs in (("lr_factors", lr), ("batch_factors", batch)):
     if len(set(xs)) != len(xs):
       raise UserError(f"hparams.{name} has repeats: {xs}; list each factor once")
