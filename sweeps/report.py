@@ -22,8 +22,8 @@ import sys
 
 from chinchax import atomic
 from chinchax.errors import UserError
+from chinchax.scaling import api, law_pack, law_schema, plan as plan_lib
 from chinchax.scaling import caveats, forecast as forecast_lib, law as law_lib, law_build, records as records_lib
-from chinchax.scaling import api, fit_text, law_pack, law_schema, plan as plan_lib
 from chinchax.sweeps import forecast_score
 
 
@@ -231,6 +231,6 @@ def fit_workdir(workdir: str, bootstrap: int) -> str:
   log = lambda m: print(m, file=sys.stderr, flush=True)
   law, runs, written = api.fit_detailed(workdir, bootstrap=bootstrap, out=out, plots=plots,
                                         log=log)
-  print(fit_text.summary(law, len(runs)))
+  print(api.summary(law, len(runs)))
   print("wrote " + ", ".join(written))
   return out

@@ -19,15 +19,14 @@ import argparse
 import json
 import sys
 
-from chinchax.scaling import api
 from chinchax import atomic
-from chinchax.scaling import fit_text
+from chinchax.cli import argtypes
+from chinchax.errors import UserError
+from chinchax.scaling import api
 from chinchax.scaling import isoflop
 from chinchax.scaling import parametric
 from chinchax.scaling import runs as runs_lib
 from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
-from chinchax.errors import UserError
-from chinchax.cli import argtypes
 
 # Flags that mean something else here than in `chinchax plan` (or did before): one line.
 _RENAMED = {
@@ -105,7 +104,7 @@ def main(argv: list[str]) -> int:
       base_law=args.base_law, out=args.out, plots=args.plots, log=log,
       approach2_method=args.approach2_method)
   if not args.quiet:
-    print(fit_text.summary(law, len(runs)))
+    print(api.summary(law, len(runs)))
     print("wrote " + ", ".join(written) + (f" (replacing the law.json {replaced})"
                                             if replaced else ""))
   return 0

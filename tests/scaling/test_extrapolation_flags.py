@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import chinchax
+from chinchax.scaling import api
 from chinchax.scaling import caveats
-from chinchax.scaling import fit_text
 from chinchax.scaling import law as law_lib
 from chinchax.scaling import law_pack
 from chinchax.sweeps import report
@@ -51,7 +51,7 @@ def test_a_one_budget_csv_prints_no_table_to_1e22(tmp_path):
   path.write_text("N,D,loss\n" + "".join(f"{n:.17g},{d:.17g},{l:.17g}\n" for n, d, l in
                                           zip(runs["N"], runs["D"], runs["loss"])))
   law = chinchax.fit(str(path), bootstrap=0, approaches="3")
-  text = fit_text.summary(law, 9)
+  text = api.summary(law, 9)
   rows = [l for l in text.splitlines() if l.startswith("  1e") or l.startswith("  9.")]
   assert rows and all(float(l.split()[0]) <= 1.01e20 for l in rows), text
   assert any("10x past: extrapolated" in l for l in rows), text
