@@ -1,7 +1,7 @@
 """A config key declared once: its dotted name, its default and its one-line meaning side by
 side (`Key`). sweeps/configs/train.py declares a train config's keys, sweeps/configs/sweep.py a
 sweep config's; `config` builds the ml_collections ConfigDict from them and `--help`
-(chinchax/cli/help.py) prints the meanings from the same declarations.
+(chinchax/cli/flags.py) prints the meanings from the same declarations.
 """
 
 import dataclasses

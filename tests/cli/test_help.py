@@ -9,9 +9,8 @@ import pytest
 
 import chinchax
 from chinchax import cli
-from chinchax.sweeps import configs
 from chinchax.cli import flags
-from chinchax.cli import help as help_lib
+from chinchax.sweeps import configs
 from chinchax.sweeps.configs import keys
 from chinchax.sweeps.configs import sweep as sweep_config
 from chinchax.sweeps.configs import train as train_config
@@ -39,10 +38,10 @@ def test_config_commands_list_every_key_with_default_and_meaning(capsys):
   rc, out, _ = run(capsys, "sweep", "--help")
   assert rc == 0
   rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
-  smoke = help_lib.load(configs.path("smoke"))
-  for key, value in help_lib.flat(smoke):
+  smoke = flags.load(configs.path("smoke"))
+  for key, value in flags.flat(smoke):
     assert key in rows, key
-    assert help_lib.meaning(key, sweep=True) in rows[key]
+    assert flags.meaning(key, sweep=True) in rows[key]
   # The defaults, as an override would be typed.
   assert "(" + ", ".join(f"{b:g}" for b in smoke.budgets) + ")" in rows["budgets"]
   assert "(default runs/smoke)" in out
@@ -55,9 +54,9 @@ def test_config_commands_list_every_key_with_default_and_meaning(capsys):
 
 @pytest.mark.parametrize("name", configs.NAMES)
 def test_every_key_of_every_named_config_has_a_meaning(name):
-  c = help_lib.load(configs.path(name))
+  c = flags.load(configs.path(name))
   sweep = "train" in c
-  missing = [k for k, _ in help_lib.flat(c) if help_lib.meaning(k, sweep) is None]
+  missing = [k for k, _ in flags.flat(c) if flags.meaning(k, sweep) is None]
   assert not missing, f"{name}: declare these in sweeps/configs/train.py or sweep.py: {missing}"
 
 
@@ -82,7 +81,7 @@ def test_named_configs_resolve_from_any_folder(tmp_path, monkeypatch, text):
   assert f.config.bootstrap == 7
   name = "gpu_node" if "gpu" in text else "tiny"
   assert configs.resolve(text).split(":")[0] == configs.path(name)
-  assert f.config.name == help_lib.load(configs.path(name)).name
+  assert f.config.name == flags.load(configs.path(name)).name
 
 
 def test_a_local_file_wins_over_a_name(tmp_path, monkeypatch):
@@ -150,15 +149,15 @@ def test_convention_flags_are_named_as_in_fit(capsys, tmp_path):
 def test_each_key_is_declared_once_and_the_config_holds_exactly_the_declared_keys(declared):
   names = [k.name for k in declared]
   assert len(names) == len(set(names)), [n for n in names if names.count(n) > 1]
-  built = dict(help_lib.flat(keys.config(declared)))
+  built = dict(flags.flat(keys.config(declared)))
   assert sorted(built) == sorted(names)
   assert all(built[k.name] == k.default for k in declared)
   assert all(k.meaning.strip() for k in declared)
 
 
 def test_the_configs_are_built_from_the_declarations():
-  assert dict(help_lib.flat(train_config.get_config())) == {
+  assert dict(flags.flat(train_config.get_config())) == {
       k.name: k.default for k in train_config.KEYS}
   base = sweep_config.base_config(train_config.get_config())
-  assert {k for k, _ in help_lib.flat(base)} == {k.name for k in sweep_config.KEYS} | {
+  assert {k for k, _ in flags.flat(base)} == {k.name for k in sweep_config.KEYS} | {
       "train." + k.name for k in train_config.KEYS}
