@@ -224,6 +224,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
       entries[k]["backtest"] = backtest_doc.miss(bt, k)
   for k in sorted(entries):
     warnings += [f"Approach {k}: {w}" for w in entries[k]["warnings"]]
+    notes += [f"Approach {k}: {n}" for n in entries[k].get("notes", ())]
   disagreements = caveats.agreement(entries)
   warnings += disagreements
   if entries:

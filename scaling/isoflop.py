@@ -74,6 +74,7 @@ class IsoflopFit:
   exponents: dict | None = None  # the profile's alpha, beta (methods vp*)
   asked: str = "auto"
   lack_of_fit: dict | None = None  # of the method asked (scaling.checks.lack_of_fit)
+  notes: tuple[str, ...] = ()  # what the reading rests on (isoflop_minima.Minima.notes)
 
   def N_star(self, C):
     return np.exp(self.log_kN + self.a * np.log(C))
@@ -97,6 +98,7 @@ class IsoflopFit:
         "diagnostics": [dict(d) for d in self.diagnostics],
         "dropped": list(self.dropped),
         "warnings": list(self.warnings),
+        "notes": list(self.notes),
     }
 
 
@@ -146,4 +148,4 @@ def fit_isoflop(runs: Runs, method: str = "auto") -> IsoflopFit:
       a, b, log_kN, log_kD, bud.C_K[keep], np.exp(xk),
       bud.C_K[keep] / np.exp(bud.p0_K[keep] + bud.p1_K[keep] * xk), m.L_star_K[keep],
       tuple(_profile(m, k) for k in np.flatnonzero(keep)), m.dropped, m.used,
-      diagnostics, m.messages + grid_warnings, exponents, m.asked, m.lack_of_fit)
+      diagnostics, m.messages + grid_warnings, exponents, m.asked, m.lack_of_fit, m.notes)

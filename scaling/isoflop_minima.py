@@ -34,7 +34,9 @@ rejects it: read whenever it fitted, its 90% interval held the truth in 24 and 6
 sweeps, the local estimate's in 86 and 95 (bench/approach2_coverage.py --diverged=0). The
 price in the family itself: the local estimate's sd of a is 1-2x vp's, and on coarse grids
 of strongly asymmetric profiles it is biased by up to 0.007. Asked for explicitly, a method
-gets the lack-of-fit check only (the user chose).
+gets the lack-of-fit check only (the user chose). When "auto" reads a joint fit, its `notes`
+name the budgets whose minima come from that fit's profile shape rather than from their runs:
+what the interval then rests on, which no check here can confirm.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ class Minima:
   lack_of_fit: dict | None  # of the method asked (None for "local")
   dropped: tuple[str, ...]
   messages: tuple[str, ...]  # every warning, the dropped budgets' first
+  notes: tuple[str, ...] = ()  # what the reading rests on that no check can see
 
 
 def fitted(bud: budgets.Budgets, est: budgets.Estimate) -> np.ndarray:
@@ -193,5 +196,23 @@ def read(runs: Runs, method: str = "auto") -> Minima:
           f"sizes [{np.exp(bud.x_lo_K[k]):.3g}, {np.exp(bud.x_hi_K[k]):.3g}] while its "
           f"lowest loss is at an interior size: the curve does not describe this budget; "
           f"its local estimate N={np.exp(x[k]):.3g} is used")
+  notes = ()
+  if method == "auto" and used != "local" and not loc.convex_RxK[0].all():
+    notes = (_rests_on_the_profile(bud, ~loc.convex_RxK[0], NAMES[used]),)
   return Minima(bud, y, loc, method, used, est, x, L, keep, use_local, record,
-                tuple(dropped), tuple(dropped) + tuple(messages))
+                tuple(dropped), tuple(dropped) + tuple(messages), notes)
+
+
+def _rests_on_the_profile(bud: budgets.Budgets, unread_K: np.ndarray, name: str) -> str:
+  """The default read a joint fit because the runs of some budgets do not place their
+  minimum: those minima, and the interval, then hold only if the fit's profile shape does
+  (see "Why local" above), which no check on these runs can confirm."""
+  Cs = ", ".join(f"{c:.3g}" for c in bud.C_K[unread_K])
+  which, them, come = ((f"budget C={Cs}", "its minimum", "that minimum comes")
+                       if unread_K.sum() == 1 else
+                       (f"budgets C={Cs}", "their minima", "those minima come"))
+  return (f"read by {name}: the runs of {which} do not place {them} (the lowest loss at an "
+          f"end of the sizes, or no upward curve around it), so {come} from the profile "
+          "shape the fit assumes and the interval of a holds only if that shape is right; add "
+          "sizes beyond that end, or read only the budgets the runs place with "
+          "--approach2-method=local")

@@ -103,6 +103,41 @@ def test_a_model_of_the_right_family_passes_the_lack_of_fit_check():
     assert auto.method == "vp" and auto.lack_of_fit["agreement"]["agrees"]
 
 
+def _edge_budgets(runs) -> set[float]:
+  """The budgets whose lowest loss is at their smallest or largest size, read directly."""
+  out = set()
+  for C in np.unique(runs.budget):
+    sel = runs.budget == C
+    j = int(np.argmin(runs.loss[sel]))
+    if runs.N[sel][j] in (runs.N[sel].min(), runs.N[sel].max()):
+      out.add(float(C))
+  return out
+
+
+def test_the_default_says_when_a_minimum_rests_on_the_profile_shape():
+  """The default reads vp only where the runs of some budget do not place its minimum; that
+  minimum then comes from vp's profile shape, which no check on the runs can confirm (see
+  the out-of-family coverage of vp in isoflop_minima), so law.json says so in its notes."""
+  p = synthetic.law(0.34, 0.28)
+  for seed in range(2):
+    edged = synthetic.isoflop_runs(p, n=5, drift=4.0, noise=0.003, seed=seed)
+    edges = _edge_budgets(edged)
+    assert edges  # the grid this test needs
+    auto, _ = _quiet(isoflop.fit_isoflop, edged)
+    assert auto.method == "vp"
+    (note,) = auto.notes
+    named = {float(c) for c in note.split("C=")[1].split(" do not")[0].split(", ")}
+    assert named == edges, (note, edges)
+    assert "--approach2-method=local" in note
+    # Nothing rests on the shape when the runs place every minimum, or when vp was asked for.
+    centred = synthetic.isoflop_runs(p, n=7, noise=0.003, seed=seed)
+    assert not _edge_budgets(centred) and _quiet(isoflop.fit_isoflop, centred)[0].notes == ()
+    assert _quiet(isoflop.fit_isoflop, edged, "vp")[0].notes == ()
+  law, _ = _quiet(chinchax.fit, _arrays(edged), approaches="2", bootstrap=20)
+  assert law.doc["approaches"]["2"]["notes"] == [note]
+  assert f"Approach 2: {note}" in law.doc["notes"]
+
+
 def test_approach_3_is_checked_for_lack_of_fit_too():
   bad = truths.sweep(truths.TRUTHS["undertrained"], noise=0.0, n_diverged=0)
   e = chinchax.fit(_arrays(bad), approaches="3", bootstrap=0).approaches["3"]
