@@ -65,7 +65,8 @@ def upgrade_v1(doc: dict) -> dict:
   doc["schema"] = SCHEMA
   if isinstance(doc["law"], dict):
     doc["law"].setdefault("approach", "3")
-  fit_warnings = (doc["fit"] or {}).get("warnings", []) if isinstance(doc["fit"], dict) else []
+  fit_warnings = doc["fit"].get("warnings") if isinstance(doc["fit"], dict) else None
+  fit_warnings = fit_warnings if isinstance(fit_warnings, list) else []  # damaged: none read
   doc["warnings"] = [f"Approach 3: {w}" for w in fit_warnings if isinstance(w, str)]
   doc["notes"] = [f"read from a {SCHEMA_V1} file; refit with `chinchax fit` for the "
                   "approaches' agreement and the recommendation"]

@@ -230,6 +230,7 @@ def _edit(doc: dict, path: tuple, value) -> bytes:
 @given(mutated_laws())
 @example(_edit(LAWS[0], ("law", "form"), {}))  # found: an unhashable form
 @example(_edit(LAWS[-3], ("data", "N"), [1, 10**400]))  # found: an integer beyond a float
+@example(_edit(LAWS[-1], ("fit", "warnings"), None))  # found: a v1 file's warnings null
 @example(b"[" * 100000)  # nesting deeper than Python's recursion limit
 @example(_edit(POWER_LAW, ("law", "log_kN"), -768.0))  # found: N* underflows to 0
 @example(_edit(json.loads(_edit(POWER_LAW, ("optimal", "tokens_per_param"), [])),
