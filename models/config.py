@@ -154,7 +154,11 @@ def _width(N: float, L: int, vocab_size: int, tied: bool, gated: bool,
   m, rho = (3 if gated else 2), ff_ratio(gated)
   emb = 0 if convention == "non_embedding" else vocab_size * (1 if tied else 2)
   a, b = L * (4 + m * rho), emb + 2 * L + 1  # per layer 4d² + m·d·f + 2d; final norm d
-  return (-b + math.sqrt(b * b + 4 * a * N)) / (2 * a)
+  root = math.sqrt(b * b + 4 * a * N)
+  d = (-b + root) / (2 * a)
+  # An embedding far beyond N (a vocabulary of billions) cancels -b + root to 0; the same root
+  # without the cancellation keeps d positive, so the target is refused as too small.
+  return d if d > 0 else 2 * N / (b + root)
 
 
 def _depth(N: float, vocab_size: int, tied: bool, gated: bool,

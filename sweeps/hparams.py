@@ -104,6 +104,11 @@ def expand(cells, cfg, rec) -> tuple[list, list[str]]:
   for cell in cells:
     seen = set()
     for g in batch_f:
+      if cell.batch_size * g * cell.seq_len > cell.D:  # not one step (nor a batch to name)
+        refusals.append(f"{cell.name}: refused: batch factor {g:g} gives a batch of "
+                        f"{cell.batch_size * g * cell.seq_len:.3g} tokens, more than the "
+                        f"cell's D={cell.D:.3g}; drop the batch factor")
+        continue
       bs = max(k, k * round(cell.batch_size * g / k))
       if bs in seen:
         refusals.append(f"{cell.name}: refused: batch factor {g:g} rounds to {bs} sequences, "

@@ -15,7 +15,7 @@ import math
 import ml_collections
 
 from chinchax.errors import UserError
-from chinchax.scaling import conventions
+from chinchax.scaling import conventions, json_checks
 from chinchax.sweeps.configs import keys
 
 
@@ -93,8 +93,7 @@ def numbers(x, where: str) -> list[float]:
     raise UserError(f"{where} must be a list of numbers, got {x!r}")
   out = []
   for v in x:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
-        math.isfinite(v) and v > 0):
+    if not (json_checks.is_number(v) and v > 0):
       raise UserError(f"{where} must hold positive finite numbers, got {v!r}")
     out.append(float(v))
   return out

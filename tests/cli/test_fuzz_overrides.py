@@ -88,6 +88,8 @@ def test_train_overrides(pairs):
 @example([("budgetz", "1")])
 @example([("sizes", "5.599782390715612e-175")])  # found: a math domain error in the recipe
 @example([("sizes", "1.872597015481579e+306")])  # found: an infinite number of layers
+@example([("vocab_size", "68719476729")])  # found: a width that cancelled to 0 in the recipe
+@example([("hparams.batch_factors", "[1e300]")])  # found: a 300-digit batch in the refusal
 def test_sweep_overrides(pairs):
   _accept_or_refuse([f"--config.{k}={v}" for k, v in pairs], sweep_cli.DEFAULT_CONFIG,
                     _resolve_sweep)
