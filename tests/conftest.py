@@ -3,17 +3,28 @@
 Two tiers: `pytest -m "not slow" -n 2` (the fast tier: numerics, configs, parsers, the
 pipeline on stand-in runs) and the whole suite. A test is `@pytest.mark.slow` when it trains
 a model or spawns a process.
+
+The Hypothesis fuzz tests replay the same examples on every run, so a run fails only for
+what it changed; `CHINCHAX_FUZZ_EXPLORE=1 pytest tests/scaling/test_fuzz_*.py
+tests/cli/test_fuzz_overrides.py` draws new examples to look for new bad inputs (each one
+found becomes an `@example` of the fast tests).
 """
 
 import os
 import shutil
 import tempfile
 
+from hypothesis import settings
 import jax
 import pytest
 
 from tests.helpers import sweep_helper
 from tests.helpers.fake_gcs import fake_gcs  # noqa: F401  (a fixture: gs:// on a local folder)
+
+
+settings.register_profile("replay", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile("explore" if os.environ.get("CHINCHAX_FUZZ_EXPLORE") else "replay")
 
 
 def pytest_configure(config):
