@@ -66,6 +66,7 @@ def test_arbitrary_bytes(data):
 @example(_edit(("lr", "exponents", "N"), 1e300))  # the prediction overflows a float
 @example(_edit(("lr", "coef"), 1e-320))           # a subnormal coefficient
 @example(_edit(("lr", "draws"), [[1e300, 1.0, 1.0]]))
+@example(_edit(("lr", "draws"), [[0.6, -0.7, 10**400]]))  # found: an integer beyond a float
 @example(_edit(("settings", "ci"), "x"))
 @example(_edit(("conventions", "seq_len"), 0))
 def test_mutated_valid_files(data):
