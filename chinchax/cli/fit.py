@@ -91,10 +91,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
-  try:
-    args = parse_args(argv)
-  except SystemExit as e:  # --help
-    return int(e.code or 0)
+  args = parse_args(argv)  # --help exits through the dispatcher (cli/__init__.py)
   log = (lambda *_: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
   replaced = _previous(args.out)
   law, runs, written = api.fit_detailed(

@@ -56,10 +56,7 @@ def public(doc: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
-  try:
-    args = _parser().parse_args(argv)
-  except SystemExit as e:  # --help
-    return int(e.code or 0)
+  args = _parser().parse_args(argv)  # --help exits through the dispatcher (cli/__init__.py)
   for path in args.runs:
     atomic.check_backend(path, None)
   atomic.check_backend(args.out, "--out")

@@ -85,9 +85,6 @@ def _score(args) -> int:
 
 
 def main(argv: list[str]) -> int:
-  try:
-    args = _parser().parse_args(argv)
-  except SystemExit as e:  # --help
-    return int(e.code or 0)
+  args = _parser().parse_args(argv)  # --help exits through the dispatcher (cli/__init__.py)
   return _score(args) if args.score else _forecast(args)
 

@@ -53,10 +53,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-  try:
-    args = _parser().parse_args(argv)
-  except SystemExit as e:  # --help
-    return int(e.code or 0)
+  args = _parser().parse_args(argv)  # --help exits through the dispatcher (cli/__init__.py)
   atomic.check_backend(args.out, "--out")
   law = coefficients.law_from_coefficients(
       args.E, args.A, args.B, args.alpha, args.beta, reference=args.reference,

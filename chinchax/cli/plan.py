@@ -92,10 +92,7 @@ def _load(args) -> ScalingLaw:
 
 
 def main(argv: list[str]) -> int:
-  try:
-    args = _parser().parse_args(argv)
-  except SystemExit as e:  # --help
-    return int(e.code or 0)
+  args = _parser().parse_args(argv)  # --help exits through the dispatcher (cli/__init__.py)
   law = _load(args)
   _check_conventions(law, args)
   plan = api.plan(law, flops=args.flops, params=args.params, tokens=args.tokens,

@@ -10,7 +10,7 @@ from hypothesis import example, given, strategies as st
 from chinchax.errors import UserError
 from chinchax.scaling import hparams_file, hparams_fit, hparams_plan
 from tests.scaling import hparams_synthetic as S
-from tests.scaling.test_fuzz_loaders import FAST, FOLDER, _paths, json_values
+from tests.scaling.test_fuzz_loaders import FAST, FOLDER, edit, mutate
 
 GOOD = json.loads(json.dumps(hparams_fit.fit(S.runs(np.random.default_rng(0)), bootstrap=3)))
 
@@ -33,26 +33,11 @@ def _load(data: bytes) -> None:
 
 @st.composite
 def mutated(draw) -> bytes:
-  doc = json.loads(json.dumps(GOOD))
-  for _ in range(draw(st.integers(1, 3))):
-    path = draw(st.sampled_from([p for p in _paths(doc) if p]))
-    node = doc
-    for key in path[:-1]:
-      node = node[key]
-    if draw(st.booleans()) and isinstance(node, dict):
-      del node[path[-1]]
-    else:
-      node[path[-1]] = draw(json_values)
-  return json.dumps(doc).encode()
+  return mutate(draw, GOOD)
 
 
 def _edit(path: tuple, value) -> bytes:
-  doc = json.loads(json.dumps(GOOD))
-  node = doc
-  for key in path[:-1]:
-    node = node[key]
-  node[path[-1]] = value
-  return json.dumps(doc).encode()
+  return edit(GOOD, path, value)
 
 
 @FAST

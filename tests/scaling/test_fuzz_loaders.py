@@ -201,9 +201,9 @@ def _paths(node, prefix=()):
       yield from _paths(v, prefix + (i,))
 
 
-@st.composite
-def mutated_laws(draw) -> bytes:
-  doc = json.loads(json.dumps(draw(st.sampled_from(LAWS))))
+def mutate(draw, doc: dict) -> bytes:
+  """A copy of `doc` with 1-3 of its values replaced by arbitrary JSON or keys deleted."""
+  doc = json.loads(json.dumps(doc))
   for _ in range(draw(st.integers(1, 3))):
     paths = [p for p in _paths(doc) if p]
     path = draw(st.sampled_from(paths))
@@ -217,7 +217,13 @@ def mutated_laws(draw) -> bytes:
   return json.dumps(doc).encode()
 
 
-def _edit(doc: dict, path: tuple, value) -> bytes:
+@st.composite
+def mutated_laws(draw) -> bytes:
+  return mutate(draw, draw(st.sampled_from(LAWS)))
+
+
+def edit(doc: dict, path: tuple, value) -> bytes:
+  """`doc` with the value at `path` replaced: a found input kept as an @example."""
   doc = json.loads(json.dumps(doc))
   node = doc
   for key in path[:-1]:
@@ -228,12 +234,12 @@ def _edit(doc: dict, path: tuple, value) -> bytes:
 
 @FAST
 @given(mutated_laws())
-@example(_edit(LAWS[0], ("law", "form"), {}))  # found: an unhashable form
-@example(_edit(LAWS[-3], ("data", "N"), [1, 10**400]))  # found: an integer beyond a float
-@example(_edit(LAWS[-1], ("fit", "warnings"), None))  # found: a v1 file's warnings null
+@example(edit(LAWS[0], ("law", "form"), {}))  # found: an unhashable form
+@example(edit(LAWS[-3], ("data", "N"), [1, 10**400]))  # found: an integer beyond a float
+@example(edit(LAWS[-1], ("fit", "warnings"), None))  # found: a v1 file's warnings null
 @example(b"[" * 100000)  # nesting deeper than Python's recursion limit
-@example(_edit(POWER_LAW, ("law", "log_kN"), -768.0))  # found: N* underflows to 0
-@example(_edit(json.loads(_edit(POWER_LAW, ("optimal", "tokens_per_param"), [])),
+@example(edit(POWER_LAW, ("law", "log_kN"), -768.0))  # found: N* underflows to 0
+@example(edit(json.loads(edit(POWER_LAW, ("optimal", "tokens_per_param"), [])),
                ("law", "log_kN"), -768.0))  # the same with no rows to check it against
 def test_law_of_mutated_valid_laws(data):
   _load_law(_file("mutated.json", data))
