@@ -6,9 +6,11 @@ runs the sweep in this process (a fresh temporary workdir) under `sys.setprofile
 `threading.setprofile`, keeps every call whose caller and callee are both chinchax source
 files, and prints:
 
-- files: the chinchax source files the path visits (any function of theirs was called; a
-  module's or class body's execution at import is not a call);
-- edges: the distinct cross-file call edges (caller file -> callee file);
+- files: the chinchax source files the path visits (any function of theirs was called; what
+  runs while one of our modules is imported, its body and the decorators and comprehensions
+  in it, is not on the path);
+- edges: the distinct cross-file call edges (caller file -> callee file), and how many
+  distinct caller function -> callee function pairs they hold;
 - returns: the edges that call back to a file the path had already left, i.e. whose callee
   was first entered before the caller was. A path that reads top to bottom, each file
   handing down to the next, has none; a utility called from everywhere, or a lower layer
@@ -67,6 +69,7 @@ def _imports(rel: str) -> set[str]:
 def profile(config: str) -> dict:
   first: dict[str, int] = {}
   edges: collections.Counter = collections.Counter()
+  call_edges: set[tuple[str, str, str, str]] = set()
   cache: dict[str, str | None] = {}
   lock = threading.Lock()
 
@@ -79,19 +82,26 @@ def profile(config: str) -> dict:
     callee = cache[callee_path] if callee_path in cache else cache.setdefault(callee_path, _ours(callee_path))
     if callee is None:
       return
-    caller_frame = frame.f_back
-    # Skip frames of third-party code between two of ours (jax's tracing calls our step), and
-    # an import's module body: the caller is the nearest function of ours.
-    while caller_frame is not None:
-      p = caller_frame.f_code.co_filename
-      c = cache[p] if p in cache else cache.setdefault(p, _ours(p))
-      if c is not None and caller_frame.f_code.co_flags & inspect.CO_NEWLOCALS:
-        break
-      caller_frame = caller_frame.f_back
+    # The caller is the nearest function of ours: frames of third-party code between two of
+    # ours (jax's tracing calls our step) are skipped. A call made while one of our modules
+    # is being imported (a decorator, a comprehension in a module's body) is the import's,
+    # not the path's: skipped whole.
+    caller_frame, c = None, None
+    f = frame.f_back
+    while f is not None:
+      p = f.f_code.co_filename
+      o = cache[p] if p in cache else cache.setdefault(p, _ours(p))
+      if o is not None:
+        if not f.f_code.co_flags & inspect.CO_NEWLOCALS:
+          return
+        if caller_frame is None:
+          caller_frame, c = f, o
+      f = f.f_back
     with lock:
       first.setdefault(callee, len(first))
       if caller_frame is not None and c != callee:
         edges[(c, callee)] += 1
+        call_edges.add((c, caller_frame.f_code.co_name, callee, frame.f_code.co_name))
 
   from chinchax import cli  # pylint: disable=import-outside-toplevel
   with tempfile.TemporaryDirectory() as tmp:
@@ -112,7 +122,7 @@ def profile(config: str) -> dict:
   callbacks = [(a, b) for a, b in above if _dotted(b) not in _imports(a)]
   floor = {f for f in first if os.path.dirname(f) == "chinchax"}
   return {"config": config, "exit": rc, "law_json": law, "files": len(first),
-          "edges": len(edges), "returns": len(returns), "upcalls": len(upcalls),
+          "edges": len(edges), "call_edges": len(call_edges), "returns": len(returns), "upcalls": len(upcalls),
           "callbacks": len(callbacks),
           "returns_above_floor": sum(b not in floor for _, b in returns),
           "file_order": sorted(first, key=first.get),
@@ -131,7 +141,8 @@ def main() -> None:
     print(json.dumps(r, indent=1))
     return
   print(f"chinchax sweep --config={r['config']}: exit {r['exit']}, law.json written: {r['law_json']}")
-  print(f"files {r['files']}, cross-file edges {r['edges']}, returns {r['returns']} "
+  print(f"files {r['files']}, cross-file edges {r['edges']} ({r['call_edges']} between "
+        f"functions), returns {r['returns']} "
         f"({r['returns_above_floor']} not into the package root's own modules), "
         f"upcalls {r['upcalls']}, callbacks {r['callbacks']}")
   for title, rows in (("returns", r["return_edges"]), ("upcalls", r["upcall_edges"]),
