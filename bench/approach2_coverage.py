@@ -5,7 +5,7 @@ constant-LR runs without cooldown, a broken power law; heavy-tailed noise, 2 div
 per sweep) and each method, over `--sweeps` noise seeds: the true a, the mean and sd of the
 estimate, the median width of the 90% interval, and how many intervals hold the truth.
 
-    python bench/approach2_coverage.py --sweeps=100 --resamples=200 [--diverged=0]
+    python bench/approach2_coverage.py --sweeps=100 --resamples=200 [--diverged=0] [--drift=2.2]
     python bench/approach2_coverage.py --methods=approach3 --sweeps=40 --resamples=100
 """
 
@@ -32,10 +32,13 @@ def main():
   p.add_argument("--methods", default="auto,parabola,vp")
   p.add_argument("--truths", default=",".join(truths.TRUTHS))
   p.add_argument("--diverged", type=int, default=2, help="diverged runs per sweep")
+  p.add_argument("--drift", type=float, default=0.3,
+                 help="how far each budget's grid centre wanders in log N: past ln 6 = 1.79 "
+                      "some budgets' lowest loss is at an end of their sizes")
   args = p.parse_args()
   q = [(1 - args.level) / 2, (1 + args.level) / 2]
   print(f"{args.sweeps} sweeps per row, {args.resamples} resamples, {args.level:.0%} intervals, "
-        f"{args.diverged} diverged runs per sweep")
+        f"{args.diverged} diverged runs per sweep, drift {args.drift}")
   print(f"{'truth':13s} {'method':9s} {'a_true':>7s} {'mean a':>7s} {'sd':>6s} "
         f"{'width':>6s} {'cover':>6s} {'used':>14s} {'s/sweep':>7s}")
   for name in args.truths.split(","):
@@ -45,7 +48,7 @@ def main():
       est, hit, width, used = [], 0, [], {}
       t0 = time.perf_counter()
       for seed in range(args.sweeps):
-        runs = truths.sweep(t, seed=1000 + seed, n_diverged=args.diverged)
+        runs = truths.sweep(t, seed=1000 + seed, n_diverged=args.diverged, drift=args.drift)
         with warnings.catch_warnings():
           warnings.simplefilter("ignore")
           if method == "approach3":  # Approach 3's law and its pairs bootstrap, for comparison

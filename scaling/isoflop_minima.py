@@ -35,8 +35,9 @@ sweeps, the local estimate's in 86 and 95 (bench/approach2_coverage.py --diverge
 price in the family itself: the local estimate's sd of a is 1-2x vp's, and on coarse grids
 of strongly asymmetric profiles it is biased by up to 0.007. Asked for explicitly, a method
 gets the lack-of-fit check only (the user chose). When "auto" reads a joint fit, its `notes`
-name the budgets whose minima come from that fit's profile shape rather than from their runs:
-what the interval then rests on, which no check here can confirm.
+name the budgets whose minima come from that fit's profile shape rather than from their runs,
+which no check here can confirm; the interval of a then mixes in the local estimate's reading
+(`Minima.mixes_local`, `isoflop_bootstrap`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,20 @@ class Minima:
   dropped: tuple[str, ...]
   messages: tuple[str, ...]  # every warning, the dropped budgets' first
   notes: tuple[str, ...] = ()  # what the reading rests on that no check can see
+
+  @property
+  def rests_on_shape(self) -> bool:
+    """The default read a joint fit because the runs of some budget do not place its
+    minimum: that minimum comes from the fit's profile shape alone."""
+    return self.asked == "auto" and self.used != "local" and not self.loc.convex_RxK[0].all()
+
+  @property
+  def mixes_local(self) -> bool:
+    """The interval of a minimum that rests on the shape also draws from the local estimate
+    (`isoflop_bootstrap`): where the runs place 2 budgets or more and the local fits measure
+    the noise."""
+    return bool(self.rests_on_shape and self.loc.convex_RxK[0].sum() >= 2
+                and np.isfinite(self.loc.sigma_R[0]) and round(float(self.loc.dof_R[0])) >= 1)
 
 
 def fitted(bud: budgets.Budgets, est: budgets.Estimate) -> np.ndarray:
@@ -196,23 +211,34 @@ def read(runs: Runs, method: str = "auto") -> Minima:
           f"sizes [{np.exp(bud.x_lo_K[k]):.3g}, {np.exp(bud.x_hi_K[k]):.3g}] while its "
           f"lowest loss is at an interior size: the curve does not describe this budget; "
           f"its local estimate N={np.exp(x[k]):.3g} is used")
-  notes = ()
-  if method == "auto" and used != "local" and not loc.convex_RxK[0].all():
-    notes = (_rests_on_the_profile(bud, ~loc.convex_RxK[0], NAMES[used]),)
-  return Minima(bud, y, loc, method, used, est, x, L, keep, use_local, record,
-                tuple(dropped), tuple(dropped) + tuple(messages), notes)
+  m = Minima(bud, y, loc, method, used, est, x, L, keep, use_local, record, tuple(dropped),
+             tuple(dropped) + tuple(messages))
+  if m.rests_on_shape:
+    m = dataclasses.replace(m, notes=(_rests_on_the_profile(bud, ~loc.convex_RxK[0],
+                                                            NAMES[used], m.mixes_local),))
+  return m
 
 
-def _rests_on_the_profile(bud: budgets.Budgets, unread_K: np.ndarray, name: str) -> str:
+def _rests_on_the_profile(bud: budgets.Budgets, unread_K: np.ndarray, name: str,
+                          mixes: bool) -> str:
   """The default read a joint fit because the runs of some budgets do not place their
-  minimum: those minima, and the interval, then hold only if the fit's profile shape does
-  (see "Why local" above), which no check on these runs can confirm."""
+  minimum: those minima hold only if the fit's profile shape does (see "Why local" above),
+  which no check on these runs can confirm; and what the interval of a is then made of
+  (`isoflop_bootstrap`)."""
   Cs = ", ".join(f"{c:.3g}" for c in bud.C_K[unread_K])
   which, them, come = ((f"budget C={Cs}", "its minimum", "that minimum comes")
                        if unread_K.sum() == 1 else
                        (f"budgets C={Cs}", "their minima", "those minima come"))
+  placed = int((~unread_K).sum())
+  interval = (
+      "the interval of a is half the fit's bootstrap and half the local estimate's over the "
+      f"{placed} budgets the runs place, so it spans both readings" if mixes else
+      "the interval of a holds only if that shape is right (" + (
+          "fewer than 2 budgets are placed by their runs" if placed < 2 else
+          "no budget has more than 3 sizes near its minimum to measure the noise by")
+      + ", so no reading without that shape can be bootstrapped)")
   return (f"read by {name}: the runs of {which} do not place {them} (the lowest loss at an "
           f"end of the sizes, or no upward curve around it), so {come} from the profile "
-          "shape the fit assumes and the interval of a holds only if that shape is right; add "
+          f"shape the fit assumes, which no check on these runs can confirm; {interval}; add "
           "sizes beyond that end, or read only the budgets the runs place with "
           "--approach2-method=local")
