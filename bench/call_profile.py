@@ -1,6 +1,6 @@
 r"""How far one config travels: a call profile of `chinchax sweep` from its config to law.json.
 
-    python bench/call_profile.py [--config=tiny] [--json]
+    python bench/call_profile.py [--config=tiny] [--until-law] [--json]
 
 runs the sweep in this process (a fresh temporary workdir) under `sys.setprofile` and
 `threading.setprofile`, keeps every call whose caller and callee are both chinchax source
@@ -66,8 +66,9 @@ def _imports(rel: str) -> set[str]:
   return out
 
 
-def profile(config: str) -> dict:
+def profile(config: str, until_law: bool = False) -> dict:
   first: dict[str, int] = {}
+  ended = threading.Event()  # law.json written, with until_law: the path is over
   edges: collections.Counter = collections.Counter()
   call_edges: set[tuple[str, str, str, str]] = set()
   cache: dict[str, str | None] = {}
@@ -76,7 +77,7 @@ def profile(config: str) -> dict:
   def tracer(frame, event, arg):
     del arg
     # Function calls only: a module's or a class body's execution at import is not a call.
-    if event != "call" or not frame.f_code.co_flags & inspect.CO_NEWLOCALS:
+    if event != "call" or not frame.f_code.co_flags & inspect.CO_NEWLOCALS or ended.is_set():
       return
     callee_path = frame.f_code.co_filename
     callee = cache[callee_path] if callee_path in cache else cache.setdefault(callee_path, _ours(callee_path))
@@ -102,6 +103,9 @@ def profile(config: str) -> dict:
       if caller_frame is not None and c != callee:
         edges[(c, callee)] += 1
         call_edges.add((c, caller_frame.f_code.co_name, callee, frame.f_code.co_name))
+    if (until_law and callee == "chinchax/atomic.py" and frame.f_code.co_name == "write_bytes"
+        and str(frame.f_locals.get("path", "")).endswith("law.json")):
+      ended.set()
 
   from chinchax import cli  # pylint: disable=import-outside-toplevel
   with tempfile.TemporaryDirectory() as tmp:
@@ -121,8 +125,10 @@ def profile(config: str) -> dict:
   upcalls = [(a, b) for a, b in above if _dotted(b) in _imports(a)]
   callbacks = [(a, b) for a, b in above if _dotted(b) not in _imports(a)]
   floor = {f for f in first if os.path.dirname(f) == "chinchax"}
-  return {"config": config, "exit": rc, "law_json": law, "files": len(first),
-          "edges": len(edges), "call_edges": len(call_edges), "returns": len(returns), "upcalls": len(upcalls),
+  return {"config": config, "until_law": until_law, "exit": rc, "law_json": law,
+          "files": len(first),
+          "edges": len(edges), "call_edges": len(call_edges), "returns": len(returns),
+          "upcalls": len(upcalls),
           "callbacks": len(callbacks),
           "returns_above_floor": sum(b not in floor for _, b in returns),
           "file_order": sorted(first, key=first.get),
@@ -135,8 +141,11 @@ def main() -> None:
   p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   p.add_argument("--config", default="tiny")
   p.add_argument("--json", action="store_true", help="print everything as one JSON object")
+  p.add_argument("--until-law", action="store_true",
+                 help="stop following at law.json's write: the plots, report.md and the "
+                      "forecast's score after it are left out")
   args = p.parse_args()
-  r = profile(args.config)
+  r = profile(args.config, args.until_law)
   if args.json:
     print(json.dumps(r, indent=1))
     return
