@@ -30,9 +30,7 @@ import numpy as np
 
 from chinchax.errors import UserError
 from chinchax.scaling import backtest, backtest_doc
-from chinchax.scaling import caveats
-from chinchax.scaling import checks
-from chinchax.scaling import dc_two_stage
+from chinchax.scaling import caveats, checks, dc_two_stage
 from chinchax.scaling import envelope, isoflop, isoflop_bootstrap, parametric, power
 from chinchax.scaling import law_build
 from chinchax.scaling import parametric as bootstrap_lib
@@ -160,6 +158,8 @@ def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict
       entry["warnings"].append(f"no interval: {e}")
       return entry, fit, None
     entry["warnings"] = _unique([*entry["warnings"], *checks.unprefixed(caught, name)])
+    if boot.get("notes"):  # what the interval is made of (isoflop_bootstrap.interval_note)
+      entry["notes"] = [*entry.get("notes", ()), *boot["notes"]]
     failed, n = int(boot["n_failed"]), int(boot["n_resamples"])
     entry["bootstrap"] = {"kind": boot.get("kind", {"2": "residual", "1": "curves"}[name]),
                           "n_resamples": n, "dropped": failed, "seed": o.seed}

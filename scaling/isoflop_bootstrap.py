@@ -43,14 +43,19 @@ Where the default ("auto") read a joint fit because the runs of some budget do n
 minimum (`isoflop_minima.Minima.rests_on_shape`), that minimum comes from the fit's profile
 shape, and nothing in the runs says whether the shape is right. Half the resamples are then
 the local estimate's (drawn and refitted as "local" above, over the budgets the runs place):
-an equal mixture of the two readings, whose interval holds the truth when either reading is
-near it. On 100 clean sweeps each of the constant-LR and broken-law truths
-(tests/helpers/truths.py) with grid centres wandering past the sizes' ends (drift 2.2), the
-joint fit was read in 87 and 99; the default's 90% interval held the truth in 57 and 65 of
-the 100 with the joint fit's bootstrap alone, in 96 and 98 mixed (bench/approach2_coverage.py
---drift=2.2 --diverged=0). The price in the family itself (the law's own profiles, 5-9 sizes a budget):
-the mixed interval held the truth in 93-100 of 100 where vp's held it in 85-90, and was 2-12x
-wider. Nothing is mixed where the local fits cannot be bootstrapped (`Minima.mixes_local`).
+an equal mixture of the two readings by design, kept equal where resamples fail to fit (each
+half keeps as many draws as the other has; the rest count as failed, so a local half that
+mostly fails leaves no interval, as a mostly failed bootstrap does). On 100 clean sweeps each
+of the constant-LR and broken-law truths (tests/helpers/truths.py, 9 sizes a budget) with grid
+centres wandering past the sizes' ends (drift 2.2), the joint fit was read in 87 and 99; the
+default's 90% interval held the truth in 57 and 65 of the 100 with the joint fit's bootstrap
+alone, in 96 and 98 mixed (bench/approach2_coverage.py --drift=2.2 --diverged=0). The price
+in the family itself (the law's own profiles, 5-9 sizes a budget): the mixed interval held
+the truth in 93-100 of 100 where vp's alone held it in 84-98, and was 2-15x wider (the most
+where alpha is twice beta). Nothing is mixed where the local fits cannot be bootstrapped
+(`Minima.mixes_local`): fewer than 2 budgets placed, or no budget with more than 3 sizes
+near its minimum (5 sizes over a 36x span, where vp's interval held the truth in 17 and 33 of
+50 such sweeps); `interval_note` says which, and law.json carries it in the notes.
 """
 
 import numpy as np
@@ -96,16 +101,34 @@ def bootstrap_isoflop(runs: Runs, n_resamples: int = 1000, seed: int = 0,
     raise UserError(f"bootstrap: n_resamples must be a positive integer, got {n_resamples!r}")
   m = isoflop_minima.read(runs, method)
   model = _noise_model(m)
-  local = None
-  if m.mixes_local and n_resamples >= 2:
-    local = isoflop_minima.read(runs, "local")
-  n_fit = n_resamples - (n_resamples // 2 if local else 0)
+  mixed = m.mixes_local and n_resamples >= 2
+  n_fit = n_resamples - n_resamples // 2 if mixed else n_resamples
   out, n_failed = isoflop_local.draws(m.bud, model, m.used, n_fit, seed, CHUNK)
-  if local:
-    more, failed = isoflop_local.draws(local.bud, _noise_model(local), "local",
-                                       n_resamples - n_fit, seed + 1, CHUNK)
-    out, n_failed = np.concatenate([out, more], axis=1), n_failed + failed
+  if mixed:
+    local = isoflop_minima.read(runs, "local")
+    more, _ = isoflop_local.draws(local.bud, _noise_model(local), "local",
+                                  n_resamples - n_fit, seed + 1, CHUNK)
+    # Equal shares whatever fails to fit: each half keeps as many draws as the other has (the
+    # fit's one more where n is odd); the draws left out count as failed.
+    k = min(out.shape[1], more.shape[1])
+    k_fit = min(out.shape[1], k + 2 * n_fit - n_resamples)
+    out = np.concatenate([out[:, :k_fit], more[:, :k]], axis=1)
+    n_failed = n_resamples - out.shape[1]
   a, log_kN, b, log_kD = out
   return {"a": a, "b": b, "log_kN": log_kN, "log_kD": log_kD, "n_resamples": n_resamples,
-          "n_failed": n_failed, "seed": seed, "kind": KIND_MIXED if local else KIND,
-          "sigma": model[2], "dof": int(model[3]), "method": m.used}
+          "n_failed": n_failed, "seed": seed, "kind": KIND_MIXED if mixed else KIND,
+          "sigma": model[2], "dof": int(model[3]), "method": m.used,
+          "notes": (interval_note(m, mixed),) if m.rests_on_shape else ()}
+
+
+def interval_note(m, mixed: bool) -> str:
+  """What the interval of a is made of where a minimum rests on the fit's profile shape."""
+  placed = int(m.loc.convex_RxK[0].sum())
+  if mixed:
+    return ("the interval of a is half the joint fit's bootstrap and half the local "
+            f"estimate's over the {placed} budgets the runs place, so it spans both readings")
+  why = ("fewer than 2 budgets are placed by their runs" if placed < 2 else
+         "the local fits cannot measure the noise: no budget has more than 3 sizes near its "
+         "minimum" if not m.mixes_local else "one resample cannot be split")
+  return (f"the interval of a is the joint fit's bootstrap alone ({why}), so it holds only if "
+          "the fit's profile shape is right")

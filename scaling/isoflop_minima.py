@@ -215,30 +215,20 @@ def read(runs: Runs, method: str = "auto") -> Minima:
              tuple(dropped) + tuple(messages))
   if m.rests_on_shape:
     m = dataclasses.replace(m, notes=(_rests_on_the_profile(bud, ~loc.convex_RxK[0],
-                                                            NAMES[used], m.mixes_local),))
+                                                            NAMES[used]),))
   return m
 
 
-def _rests_on_the_profile(bud: budgets.Budgets, unread_K: np.ndarray, name: str,
-                          mixes: bool) -> str:
+def _rests_on_the_profile(bud: budgets.Budgets, unread_K: np.ndarray, name: str) -> str:
   """The default read a joint fit because the runs of some budgets do not place their
   minimum: those minima hold only if the fit's profile shape does (see "Why local" above),
-  which no check on these runs can confirm; and what the interval of a is then made of
-  (`isoflop_bootstrap`)."""
+  which no check on these runs can confirm. What the interval of a is then made of is the
+  bootstrap's to say (`isoflop_bootstrap.interval_note`)."""
   Cs = ", ".join(f"{c:.3g}" for c in bud.C_K[unread_K])
   which, them, come = ((f"budget C={Cs}", "its minimum", "that minimum comes")
                        if unread_K.sum() == 1 else
                        (f"budgets C={Cs}", "their minima", "those minima come"))
-  placed = int((~unread_K).sum())
-  interval = (
-      "the interval of a is half the fit's bootstrap and half the local estimate's over the "
-      f"{placed} budgets the runs place, so it spans both readings" if mixes else
-      "the interval of a holds only if that shape is right (" + (
-          "fewer than 2 budgets are placed by their runs" if placed < 2 else
-          "no budget has more than 3 sizes near its minimum to measure the noise by")
-      + ", so no reading without that shape can be bootstrapped)")
   return (f"read by {name}: the runs of {which} do not place {them} (the lowest loss at an "
           f"end of the sizes, or no upward curve around it), so {come} from the profile "
-          f"shape the fit assumes, which no check on these runs can confirm; {interval}; add "
-          "sizes beyond that end, or read only the budgets the runs place with "
-          "--approach2-method=local")
+          "shape the fit assumes, which no check on these runs can confirm; add sizes beyond "
+          "that end, or read only the budgets the runs place with --approach2-method=local")

@@ -129,14 +129,19 @@ def test_the_default_says_when_a_minimum_rests_on_the_profile_shape():
     named = {float(c) for c in note.split("C=")[1].split(" do not")[0].split(", ")}
     assert named == edges, (note, edges)
     assert "--approach2-method=local" in note
-    assert "half the fit's bootstrap and half the local estimate's" in note
     # Nothing rests on the shape when the runs place every minimum, or when vp was asked for.
     centred = synthetic.isoflop_runs(p, n=7, noise=0.003, seed=seed)
     assert not _edge_budgets(centred) and _quiet(isoflop.fit_isoflop, centred)[0].notes == ()
     assert _quiet(isoflop.fit_isoflop, edged, "vp")[0].notes == ()
   law, _ = _quiet(chinchax.fit, _arrays(edged), approaches="2", bootstrap=20)
-  assert law.doc["approaches"]["2"]["notes"] == [note]
+  (interval,) = isoflop_bootstrap.bootstrap_isoflop(edged, 20)["notes"]
+  assert "half the joint fit's bootstrap and half the local estimate's" in interval
+  assert law.doc["approaches"]["2"]["notes"] == [note, interval]
   assert f"Approach 2: {note}" in law.doc["notes"]
+  assert f"Approach 2: {interval}" in law.doc["notes"]
+  # With no bootstrap there is no interval to speak of.
+  law, _ = _quiet(chinchax.fit, _arrays(edged), approaches="2", bootstrap=0)
+  assert law.doc["approaches"]["2"]["notes"] == [note]
 
 
 def test_approach_3_is_checked_for_lack_of_fit_too():
@@ -271,23 +276,32 @@ def test_where_a_minimum_rests_on_the_shape_the_interval_spans_the_local_reading
 
 
 def test_the_mixed_interval_is_half_the_local_estimates_bootstrap():
-  p = synthetic.law(0.34, 0.28)
-  edged = synthetic.isoflop_runs(p, n=5, drift=4.0, noise=0.003, seed=0)
-  boot, _ = _quiet(isoflop_bootstrap.bootstrap_isoflop, edged, 41, seed=3)
-  vp, _ = _quiet(isoflop_bootstrap.bootstrap_isoflop, edged, 21, seed=3, method="vp")
-  local, _ = _quiet(isoflop_bootstrap.bootstrap_isoflop, edged, 20, seed=4, method="local")
-  assert boot["kind"] == isoflop_bootstrap.KIND_MIXED and vp["kind"] == isoflop_bootstrap.KIND
-  for k in ("a", "b", "log_kN", "log_kD"):
-    np.testing.assert_array_equal(boot[k], np.concatenate([vp[k], local[k]]))
-  # Where the local fits cannot measure the noise (3 sizes a budget) nothing is mixed in, and
-  # the note says the interval holds only if the shape does.
+  """Half the draws are the local estimate's, in equal shares also where many of its
+  resamples fail to fit (the second sweep: 62 of 100); nothing is mixed where the local fits
+  cannot measure the noise, and the note says the interval then holds only if the shape does."""
+  edged = synthetic.isoflop_runs(synthetic.law(0.34, 0.28), n=5, drift=4.0, noise=0.003)
+  failing = truths.sweep(truths.TRUTHS["broken"], sizes=7, drift=2.6, n_diverged=0, seed=1048)
+  for runs, n in ((edged, 41), (failing, 200)):
+    boot, _ = _quiet(isoflop_bootstrap.bootstrap_isoflop, runs, n, seed=3)
+    vp, _ = _quiet(isoflop_bootstrap.bootstrap_isoflop, runs, n - n // 2, seed=3, method="vp")
+    local, _ = _quiet(isoflop_bootstrap.bootstrap_isoflop, runs, n // 2, seed=4,
+                      method="local")
+    assert boot["kind"] == isoflop_bootstrap.KIND_MIXED and vp["kind"] == isoflop_bootstrap.KIND
+    k = min(len(vp["a"]), len(local["a"]))
+    k_fit = min(len(vp["a"]), k + n % 2)
+    for name in ("a", "b", "log_kN", "log_kD"):
+      np.testing.assert_array_equal(boot[name], np.concatenate([vp[name][:k_fit],
+                                                                local[name][:k]]))
+    assert boot["n_failed"] == n - k_fit - k
+  assert local["n_failed"] > 50 and vp["n_failed"] == 0  # the failing design this needs
   three = synthetic.isoflop_runs(synthetic.law(0.7, 0.35), n=3, drift=3.0, noise=0.005,
                                  seed=1000)
-  fit, _ = _quiet(isoflop.fit_isoflop, three)
   boot, _ = _quiet(isoflop_bootstrap.bootstrap_isoflop, three, 20, seed=0)
+  (note,) = boot["notes"]
   assert boot["kind"] == isoflop_bootstrap.KIND
-  (note,) = fit.notes
-  assert "holds only if that shape is right" in note and "3 sizes" in note
+  assert "bootstrap alone" in note and "3 sizes" in note and "holds only if" in note
+  boot, _ = _quiet(isoflop_bootstrap.bootstrap_isoflop, edged, 1, seed=0)
+  assert boot["kind"] == isoflop_bootstrap.KIND and "cannot be split" in boot["notes"][0]
 
 
 @pytest.mark.slow
