@@ -53,8 +53,8 @@ alone, in 96 and 98 mixed (bench/approach2_coverage.py --drift=2.2 --diverged=0)
 in the family itself (the law's own profiles, 5-9 sizes a budget): the mixed interval held
 the truth in 93-100 of 100 where vp's alone held it in 84-98, and was 2-15x wider (the most
 where alpha is twice beta). Nothing is mixed where the local fits cannot be bootstrapped
-(`Minima.mixes_local`): fewer than 2 budgets placed, or no budget with more than 3 sizes
-near its minimum (5 sizes over a 36x span, where vp's interval held the truth in 17 and 33 of
+(`Minima.mixes_local`): fewer than 2 budgets placed, or no budget keeping more than 3
+runs near its minimum (5 sizes over a 36x span, where vp's interval held the truth in 17 and 33 of
 50 such sweeps); `interval_note` says which, and law.json carries it in the notes.
 """
 
@@ -128,7 +128,7 @@ def interval_note(m, mixed: bool) -> str:
     return ("the interval of a is half the joint fit's bootstrap and half the local "
             f"estimate's over the {placed} budgets the runs place, so it spans both readings")
   why = ("fewer than 2 budgets are placed by their runs" if placed < 2 else
-         "the local fits cannot measure the noise: no budget has more than 3 sizes near its "
+         "the local fits cannot measure the noise: no budget keeps more than 3 runs near its "
          "minimum" if not m.mixes_local else "one resample cannot be split")
   return (f"the interval of a is the joint fit's bootstrap alone ({why}), so it holds only if "
           "the fit's profile shape is right")

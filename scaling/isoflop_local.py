@@ -23,11 +23,12 @@ with a term that only matters at D/N < 1 moved vp's a from 0.452 to 0.538, Hoffm
 exponents). A parabola over a window a factor WINDOW wide is biased by the profile's
 asymmetry only to third order in the window's width.
 
-The scale: the window fits' residuals pooled over budgets, sigma² = Σ w·r² / (Σ w − 3K'),
-K' the budgets with an estimate, w the final weights (a rejected run counts for nothing).
+The scale: the window fits' residuals pooled over budgets, sigma² = Σ w·r² / Σ_k max(Σ w − 3,
+0) over the budgets with an estimate, w the final weights (a rejected run counts for nothing,
+and a window that keeps 3 runs or fewer adds no degree of freedom).
 That is `sigma_R`, the noise that local fits measure (the lack-of-fit check's yardstick and
-the local bootstrap's noise), with `dof_R` degrees of freedom; NaN when no window has more
-than 3 sizes. Every array is batched over R loss vectors of one design.
+the local bootstrap's noise), with `dof_R` degrees of freedom; NaN when no window keeps more
+than 3 runs. Every array is batched over R loss vectors of one design.
 
 Approach 2's resampling core lives here too, since the local fits are its noise model: any
 estimator's minima on many loss vectors of one design (`estimate`, `draws`), read as the data
@@ -141,7 +142,9 @@ def fit(log_N_n: np.ndarray, budget_n: np.ndarray, K: int, Y_Rxn: np.ndarray) ->
 
   def pooled_scale(w_list, r_list, used_list):
     num = sum((w * r * r).sum(axis=1) for w, r in zip(w_list, r_list))
-    den = sum(w.sum(axis=1) for w in w_list) - 3 * sum(used_list)
+    # A window's parabola leaves its kept runs less 3 to measure the noise by, and none when
+    # 3 or fewer are kept (a window whose runs were all rejected measures nothing).
+    den = sum(np.maximum(w.sum(axis=1) - 3 * u, 0) for w, u in zip(w_list, used_list))
     with np.errstate(all="ignore"):
       return np.where(den > 0.5, np.sqrt(num / np.maximum(den, 1e-300)), np.nan), den
 
@@ -229,8 +232,9 @@ def local_noise(loc: Local, y_n: np.ndarray):
   sigma, dof = float(loc.sigma_R[0]), int(round(float(loc.dof_R[0])))
   if not (np.isfinite(sigma) and dof >= 1):
     raise UserError(
-        "Approach 2's bootstrap needs the noise the local fits measure, and no budget has "
-        "more than 3 sizes near its minimum; add sizes around the minima")
+        "Approach 2's bootstrap needs the noise the local fits measure, and no budget keeps "
+        "more than 3 runs near its minimum (runs far off its parabola are rejected); add "
+        "sizes around the minima or repeat their runs")
   return np.where(in_window & ~rejected, loc.fitted_Rxn[0], y_n), ~rejected, sigma, dof
 
 

@@ -187,7 +187,7 @@ def read(runs: Runs, method: str = "auto") -> Minima:
     if has_fit and record["fits"] is not False and agrees:
       est, used = est_m, fit_method
       if record["fits"] is None:  # said in law.json, not warned: nothing found wrong
-        record["cause"] = ("not checked: no budget has more than 3 sizes near its minimum to "
+        record["cause"] = ("not checked: no budget keeps more than 3 runs near its minimum to "
                            "measure the noise by")
     elif has_fit and record["fits"]:
       used = "local"

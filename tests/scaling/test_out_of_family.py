@@ -11,7 +11,7 @@ import pytest
 
 import chinchax
 from chinchax.errors import UserError
-from chinchax.scaling import isoflop, isoflop_bootstrap, isoflop_budgets
+from chinchax.scaling import isoflop, isoflop_bootstrap, isoflop_budgets, isoflop_local
 from chinchax.scaling import law_build
 from chinchax.scaling.runs import budget_groups, make_runs
 from tests.helpers import truths
@@ -299,9 +299,29 @@ def test_the_mixed_interval_is_half_the_local_estimates_bootstrap():
   boot, _ = _quiet(isoflop_bootstrap.bootstrap_isoflop, three, 20, seed=0)
   (note,) = boot["notes"]
   assert boot["kind"] == isoflop_bootstrap.KIND
-  assert "bootstrap alone" in note and "3 sizes" in note and "holds only if" in note
+  assert "bootstrap alone" in note and "3 runs" in note and "holds only if" in note
   boot, _ = _quiet(isoflop_bootstrap.bootstrap_isoflop, edged, 1, seed=0)
   assert boot["kind"] == isoflop_bootstrap.KIND and "cannot be split" in boot["notes"][0]
+
+
+def test_the_local_noise_counts_only_windows_that_keep_more_than_3_runs():
+  """A window whose runs were all rejected (here 2 of the undertraining truth's budgets, with
+  diverged runs) has no parabola and measures no noise: it used to take 3 degrees of freedom
+  from the others, leaving none, so the local estimate refused ("cannot measure the noise")."""
+  runs = truths.sweep(truths.TRUTHS["undertrained"], seed=1064, n_diverged=2, drift=2.2)
+  bud, _ = isoflop_budgets.screen(runs, budget_groups(runs), runs.loss)
+  y = runs.loss[bud.idx_n]
+  loc = isoflop_local.fit(bud.log_N_n, bud.budget_n, len(bud.C_K), y[None])
+  kept = (loc.weight_Rxn[0] > 0) & np.isfinite(loc.fitted_Rxn[0])
+  n_K = np.bincount(bud.budget_n[kept], minlength=len(bud.C_K))
+  interior = loc.edge_RxK[0] == 0
+  assert (interior & (n_K == 0)).any()  # the design this test needs
+  dof = np.maximum(n_K[interior] - 3, 0).sum()
+  r = (y - loc.fitted_Rxn[0])[kept]
+  assert loc.dof_R[0] == dof > 0
+  assert loc.sigma_R[0] == pytest.approx(np.sqrt(r @ r / dof), rel=1e-12)
+  assert _quiet(isoflop.fit_isoflop, runs, "local")[0].method == "local"
+  _quiet(isoflop_bootstrap.bootstrap_isoflop, runs, 20, method="local")  # no refusal
 
 
 @pytest.mark.slow
