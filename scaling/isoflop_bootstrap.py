@@ -50,12 +50,14 @@ of the constant-LR and broken-law truths (tests/helpers/truths.py, 9 sizes a bud
 centres wandering past the sizes' ends (drift 2.2), the joint fit was read in 87 and 99; the
 default's 90% interval held the truth in 57 and 65 of the 100 with the joint fit's bootstrap
 alone, in 96 and 98 mixed (bench/approach2_coverage.py --drift=2.2 --diverged=0). The price
-in the family itself (the law's own profiles, 5-9 sizes a budget): the mixed interval held
-the truth in 93-100 of 100 where vp's alone held it in 84-98, and was 2-15x wider (the most
-where alpha is twice beta). Nothing is mixed where the local fits cannot be bootstrapped
-(`Minima.mixes_local`): fewer than 2 budgets placed, or no budget keeping more than 3
-runs near its minimum (5 sizes over a 36x span, where vp's interval held the truth in 17 and 33 of
-50 such sweeps); `interval_note` says which, and law.json carries it in the notes.
+in the family itself (the law's own profiles, alpha/beta 0.34/0.28, 0.7/0.35, 0.3/0.6, 7 and
+9 sizes, drift 2.2: `--truths=law:0.7/0.35 --methods=auto,vp --sizes=7`): the mixed interval
+held the truth in 97-99 of 100 where vp's alone held it in 88-93, at 3-8x vp's median width
+(the most where alpha is twice beta, 0.03 against 0.004; other grids gave up to 15x).
+Nothing is mixed where the local fits cannot be bootstrapped (`Minima.mixes_local`): fewer
+than 2 budgets placed, or no budget keeping more than 3 runs near its minimum (5 sizes over
+a 36x span, where vp's interval held the truth in 17 and 33 of 50 such sweeps);
+`interval_note` says which, and law.json carries it in the notes.
 """
 
 import numpy as np

@@ -23,9 +23,9 @@ with a term that only matters at D/N < 1 moved vp's a from 0.452 to 0.538, Hoffm
 exponents). A parabola over a window a factor WINDOW wide is biased by the profile's
 asymmetry only to third order in the window's width.
 
-The scale: the window fits' residuals pooled over budgets, sigma² = Σ w·r² / Σ_k max(Σ w − 3,
-0) over the budgets with an estimate, w the final weights (a rejected run counts for nothing,
-and a window that keeps 3 runs or fewer adds no degree of freedom).
+The scale: the window fits' residuals pooled over budgets, sigma² = Σ w·r² / Σ_k max(Σ_k w
+− 3, 0) over the budgets with an estimate, w the final weights (a rejected run counts for
+nothing, and a window that keeps 3 runs or fewer adds no degree of freedom).
 That is `sigma_R`, the noise that local fits measure (the lack-of-fit check's yardstick and
 the local bootstrap's noise), with `dof_R` degrees of freedom; NaN when no window keeps more
 than 3 runs. Every array is batched over R loss vectors of one design.

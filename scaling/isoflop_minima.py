@@ -31,13 +31,13 @@ Why local wherever it can: on the synthetic truths of constant-LR runs and of a 
 power law (tests/helpers/truths.py) without diverged runs, vp's residuals are 1.1-1.4x the
 noise and its a is off by 0.004-0.007, about one sd of the local estimate, so no check
 rejects it: read whenever it fitted, its 90% interval held the truth in 24 and 62 of 100
-sweeps, the local estimate's in 86 and 95 (bench/approach2_coverage.py --diverged=0). The
-price in the family itself: the local estimate's sd of a is 1-2x vp's, and on coarse grids
-of strongly asymmetric profiles it is biased by up to 0.007. Asked for explicitly, a method
-gets the lack-of-fit check only (the user chose). When "auto" reads a joint fit, its `notes`
-name the budgets whose minima come from that fit's profile shape rather than from their runs,
-which no check here can confirm; the interval of a then mixes in the local estimate's reading
-(`Minima.mixes_local`, `isoflop_bootstrap`).
+sweeps, the local estimate's in 86 and 95 (bench/approach2_coverage.py --resamples=200
+--diverged=0). The price in the family itself: the local estimate's sd of a is 1-2x vp's,
+and on coarse grids of strongly asymmetric profiles it is biased by up to 0.007. Asked for
+explicitly, a method gets the lack-of-fit check only (the user chose). When "auto" reads a
+joint fit, its `notes` name the budgets whose minima come from that fit's profile shape rather
+than from their runs, which no check here can confirm; the interval of a then mixes in the
+local estimate's reading (`Minima.mixes_local`, `isoflop_bootstrap`).
 """
 
 from __future__ import annotations
