@@ -129,8 +129,12 @@ def interval_note(m, mixed: bool) -> str:
   if mixed:
     return ("the interval of a is half the joint fit's bootstrap and half the local "
             f"estimate's over the {placed} budgets the runs place, so it spans both readings")
-  why = ("fewer than 2 budgets are placed by their runs" if placed < 2 else
-         "the local fits cannot measure the noise: no budget keeps more than 3 runs near its "
-         "minimum" if not m.mixes_local else "one resample cannot be split")
+  if placed < 2:
+    why = "fewer than 2 budgets are placed by their runs"
+  elif not m.mixes_local:
+    why = ("the local fits cannot measure the noise: no budget keeps more than 3 runs near "
+           "its minimum")
+  else:
+    why = "one resample cannot be split"
   return (f"the interval of a is the joint fit's bootstrap alone ({why}), so it holds only if "
           "the fit's profile shape is right")

@@ -223,6 +223,11 @@ def estimate(bud: budgets.Budgets, Y_Rxn: np.ndarray, method: str):
   return budgets.estimate(bud, Y_Rxn, method), loc
 
 
+def measures_noise(loc: Local) -> bool:
+  """Whether the local fits (first row) measure the noise: some window keeps more than 3 runs."""
+  return bool(np.isfinite(loc.sigma_R[0]) and round(float(loc.dof_R[0])) >= 1)
+
+
 def local_noise(loc: Local, y_n: np.ndarray):
   """(mean losses, which runs get noise, sigma, dof) of the local fits (first row): the
   window parabolas at the runs they kept, the observed loss elsewhere; a rejected run keeps
@@ -230,7 +235,7 @@ def local_noise(loc: Local, y_n: np.ndarray):
   in_window = np.isfinite(loc.fitted_Rxn[0])
   rejected = in_window & (loc.weight_Rxn[0] == 0)
   sigma, dof = float(loc.sigma_R[0]), int(round(float(loc.dof_R[0])))
-  if not (np.isfinite(sigma) and dof >= 1):
+  if not measures_noise(loc):
     raise UserError(
         "Approach 2's bootstrap needs the noise the local fits measure, and no budget keeps "
         "more than 3 runs near its minimum (runs far off its parabola are rejected); add "

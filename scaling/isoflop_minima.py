@@ -86,8 +86,8 @@ class Minima:
     """The interval of a minimum that rests on the shape also draws from the local estimate
     (`isoflop_bootstrap`): where the runs place 2 budgets or more and the local fits measure
     the noise."""
-    return bool(self.rests_on_shape and self.loc.convex_RxK[0].sum() >= 2
-                and np.isfinite(self.loc.sigma_R[0]) and round(float(self.loc.dof_R[0])) >= 1)
+    return (self.rests_on_shape and self.loc.convex_RxK[0].sum() >= 2
+            and isoflop_local.measures_noise(self.loc))
 
 
 def fitted(bud: budgets.Budgets, est: budgets.Estimate) -> np.ndarray:
