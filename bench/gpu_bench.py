@@ -12,7 +12,7 @@ local device (its fsdp capped at their count: one GPU holds the whole state); th
 jits (`sweeps.accel.aot.lower`: `sweeps.train.step.make_train_step` on the state's
 shardings), compiled here, then timed over `--steps` steps after `--warmup`. MFU is the
 analytic Chinchilla FLOPs per step (`scaling.conventions`, attention included) over the step
-time times the dense bf16 peak (`sweeps.accel.hardware`); `mfu_6nd` counts 6N per token.
+time times the dense bf16 peak (`sweeps.chips.hardware`); `mfu_6nd` counts 6N per token.
 
 Beside it a process with JAX_PLATFORMS=cpu compiles the same steps for the card from its XLA
 spec, with no GPU (`sweeps.accel.gpu_aot`, the dry run's path), and `memory.ratio` is the
@@ -49,7 +49,8 @@ from chinchax.models import sharding as mesh_lib  # noqa: E402  pylint: disable=
 from chinchax.models.config import ModelConfig  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.models.config import shape_for_params  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.scaling import conventions  # noqa: E402  pylint: disable=wrong-import-position
-from chinchax.sweeps.accel import aot, gpu_aot, hardware  # noqa: E402  pylint: disable=wrong-import-position
+from chinchax.sweeps.accel import aot, gpu_aot  # noqa: E402  pylint: disable=wrong-import-position
+from chinchax.sweeps.chips import hardware  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.sweeps.configs import gpu_node  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.sweeps.train import optimizer  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.sweeps.train import step as step_lib  # noqa: E402  pylint: disable=wrong-import-position

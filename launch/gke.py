@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # `python launch/gke.py`: make the checkout impor
 from chinchax.launch import gpu, steps  # noqa: E402
 from chinchax.launch.jobset import CONTAINER, Job, render  # noqa: E402
 from chinchax.errors import UserError  # noqa: E402
-from chinchax.sweeps.accel import hardware  # noqa: E402
+from chinchax.sweeps.chips import hardware  # noqa: E402
 
 ACTIONS = ("render", "up", "logs", "down", "fetch")
 _NAME = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")  # pod names add suffixes to it
@@ -107,7 +107,7 @@ def _parser() -> steps.Parser:
   p.add_argument("action", choices=ACTIONS)
   p.add_argument("--name", required=True, help="JobSet name (lowercase, digits, '-')")
   kind = p.add_mutually_exclusive_group()
-  kind.add_argument("--tpu", help="TPU slice: v5p:2x2x4, v5e:4x4, v6e-8 (sweeps/accel/hardware.py)")
+  kind.add_argument("--tpu", help="TPU slice: v5p:2x2x4, v5e:4x4, v6e-8 (sweeps/chips/hardware.py)")
   kind.add_argument("--gpu", help="GKE GPU type, e.g. nvidia-h100-80gb, nvidia-a100-80gb")
   p.add_argument("--slices", type=int, default=0, help="TPU slices (Multislice when > 1)")
   p.add_argument("--nodes", type=int, default=1, help="GPU nodes (one pod each)")

@@ -25,7 +25,7 @@ import shlex
 import yaml
 
 from chinchax.launch import gpu
-from chinchax.sweeps.accel import hardware
+from chinchax.sweeps.chips import hardware
 
 CONTAINER = "chinchax"
 GPU_PORT = 1234

@@ -8,12 +8,12 @@ import dataclasses
 import re
 
 from chinchax.errors import UserError
-from chinchax.sweeps.accel import hardware
+from chinchax.sweeps.chips import hardware
 
 RUN_DIR = "chinchax-run"  # on each worker, in the login home: config, log, pid, exit status
 
 # Each family's facts (TensorCores a chip, hosts, runtime, Multislice) are the chip table's,
-# sweeps/accel/hardware.py; gcloud's names for them:
+# sweeps/chips/hardware.py; gcloud's names for them:
 _ALIASES = {"v5e": "v5litepod", "v5lite": "v5litepod", "v6": "v6e", "v5": "v5p"}
 _TYPE = re.compile(r"([a-z0-9]+)-([0-9]+)")
 

@@ -26,7 +26,7 @@ axes cross nodes.
 
 Its time column (`time_model`) is a cell's estimated wall time on the devices it will get. On CPU small models are overhead-bound, so a cell costs a fixed start (init and compile), a
 fixed cost per step and its FLOPs: the least-squares fit of these three to the smoke sweep's
-cells on two CPU cores. With a known peak (sweeps/accel/hardware.py): ASSUMED_MFU of it."""
+cells on two CPU cores. With a known peak (sweeps/chips/hardware.py): ASSUMED_MFU of it."""
 
 import dataclasses
 import json
@@ -40,7 +40,8 @@ from chinchax.errors import UserError
 from chinchax.models import sharding as mesh_lib
 from chinchax.scaling import conventions
 from chinchax.sweeps import executors, fit_forecast, recipe as recipe_lib, spec as spec_lib, table
-from chinchax.sweeps.accel import aot, aot_cache, gpu_budget, hardware, readiness
+from chinchax.sweeps.accel import aot, aot_cache, gpu_budget, readiness
+from chinchax.sweeps.chips import hardware
 from chinchax.sweeps.grid import Cell
 from chinchax.sweeps.spec import Executor
 

@@ -44,7 +44,8 @@ from chinchax.errors import UserError
 from chinchax.models import sharding
 from chinchax.models import sharding as mesh_lib
 from chinchax.models.config import ModelConfig
-from chinchax.sweeps.accel import aot_cache, gpu_aot, hardware, hlo_flops
+from chinchax.sweeps.accel import aot_cache, gpu_aot, hlo_flops
+from chinchax.sweeps.chips import hardware
 from chinchax.sweeps.train import optimizer
 from chinchax.sweeps.train import step as step_lib
 

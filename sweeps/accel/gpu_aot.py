@@ -28,7 +28,7 @@ import shutil
 import jax
 
 from chinchax.errors import UserError
-from chinchax.sweeps.accel import hardware
+from chinchax.sweeps.chips import hardware
 
 EXTRA = "pip install 'chinchax[gpu-compile]'"
 DEFAULT_MEM_FRACTION = 0.75  # jax's default for XLA_PYTHON_CLIENT_MEM_FRACTION

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from chinchax.errors import UserError
 from chinchax.models import sharding as mesh_lib
-from chinchax.sweeps.accel import gpu_aot, hardware
+from chinchax.sweeps.accel import gpu_aot
+from chinchax.sweeps.chips import hardware
 
 
 def room(node: hardware.GpuNode, capacity: int, headroom: float, budget: int) -> str:

@@ -21,7 +21,7 @@ import jax
 import ml_collections
 
 from chinchax.scaling import conventions, records
-from chinchax.sweeps.accel import hardware
+from chinchax.sweeps.chips import hardware
 from chinchax.sweeps.hosts import watch
 from chinchax.sweeps.train import metrics
 from chinchax.sweeps.train import setup as setup_lib

@@ -27,7 +27,7 @@ from chinchax.models.config import ModelConfig
 from chinchax.scaling import conventions
 from chinchax.scaling import records
 from chinchax.sweeps import data
-from chinchax.sweeps.accel import hardware
+from chinchax.sweeps.chips import hardware
 from chinchax.sweeps.train import checkpoint, metrics, optimizer
 from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import hooks as hooks_lib

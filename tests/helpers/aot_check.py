@@ -15,7 +15,8 @@ import jax  # noqa: E402
 from chinchax.models.config import ModelConfig  # noqa: E402
 from chinchax.scaling import conventions  # noqa: E402
 from chinchax.scaling.conventions import Shape  # noqa: E402
-from chinchax.sweeps.accel import aot, hardware  # noqa: E402
+from chinchax.sweeps.accel import aot  # noqa: E402
+from chinchax.sweeps.chips import hardware  # noqa: E402
 from chinchax.sweeps.train import optimizer
 
 SHAPE = Shape(d_model=256, n_layers=2, n_heads=4, d_ff=512, vocab_size=512, seq_len=128)

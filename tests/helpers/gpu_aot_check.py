@@ -13,7 +13,8 @@ from chinchax.models.config import ModelConfig  # noqa: E402
 from chinchax.scaling import conventions  # noqa: E402
 from chinchax.scaling.conventions import Shape  # noqa: E402
 from chinchax.sweeps import dry_run, grid  # noqa: E402
-from chinchax.sweeps.accel import aot, gpu_aot, hardware, readiness  # noqa: E402
+from chinchax.sweeps.accel import aot, gpu_aot, readiness  # noqa: E402
+from chinchax.sweeps.chips import hardware  # noqa: E402
 from chinchax.sweeps.train import optimizer  # noqa: E402
 
 SMALL = Shape(d_model=256, n_layers=2, n_heads=4, d_ff=512, vocab_size=512, seq_len=128)

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from chinchax.launch import gke, jobset
-from chinchax.sweeps.accel import hardware
+from chinchax.sweeps.chips import hardware
 
 CONFIG = "sweeps/configs/tpu_v5p.py"
 BASE = ["--name=chin-v5p", f"--config={CONFIG}", "--config.train.seed=1",

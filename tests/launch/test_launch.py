@@ -16,7 +16,7 @@ import ml_collections
 import pytest
 
 from chinchax.launch import gpu, local, steps, tpu, tpu_slice
-from chinchax.sweeps.accel import hardware
+from chinchax.sweeps.chips import hardware
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = "sweeps/configs/chin.py"

@@ -15,7 +15,8 @@ from jax.experimental.layout import Layout
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.conventions import Shape
 from chinchax.errors import UserError
-from chinchax.sweeps.accel import aot, hardware, readiness
+from chinchax.sweeps.accel import aot, readiness
+from chinchax.sweeps.chips import hardware
 from chinchax import cli
 from chinchax.sweeps import dry_run, table
 from chinchax.sweeps.train import optimizer

@@ -10,7 +10,8 @@ import pytest
 
 from chinchax.errors import UserError
 from chinchax import cli
-from chinchax.sweeps.accel import gpu_aot, hardware
+from chinchax.sweeps.accel import gpu_aot
+from chinchax.sweeps.chips import hardware
 from tests.helpers import aot_util
 
 ROOT = aot_util.ROOT

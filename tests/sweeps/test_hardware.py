@@ -1,4 +1,4 @@
-"""sweeps/accel/hardware.py: TPU targets, peak FLOP/s for MFU, and the hardware in every run record."""
+"""sweeps/chips/hardware.py: TPU targets, peak FLOP/s for MFU, and the hardware in every run record."""
 
 import dataclasses
 import json
@@ -10,7 +10,7 @@ import pytest
 
 from chinchax.launch import tpu_slice
 from chinchax.errors import UserError
-from chinchax.sweeps.accel import hardware
+from chinchax.sweeps.chips import hardware
 from chinchax.sweeps import report
 from tests.helpers import train_util
 

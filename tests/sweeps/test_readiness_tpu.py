@@ -12,7 +12,8 @@ import pytest
 
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.conventions import Shape
-from chinchax.sweeps.accel import aot, hardware, readiness
+from chinchax.sweeps.accel import aot, readiness
+from chinchax.sweeps.chips import hardware
 from chinchax.sweeps import grid
 from chinchax.sweeps.train import optimizer
 from chinchax.sweeps.configs import tiny

@@ -13,8 +13,8 @@ libtpu 0.0.42's compiler reports as available (it keeps a little of each chip fo
 
 A GPU target names a node's cards, `NAME:COUNT` (`h100:8`), and more than 8 means nodes of 8
 (`h100:16`: 2 nodes). A GPU's memory is its target config's `device_memory_size`: the XLA
-spec of the card (`gpu_targets/*.txtpb`), which also lets XLA compile for it without one
-(`sweeps.accel.gpu_aot`); a card without one (a100) is priced, not compiled for.
+spec of the card (`sweeps/accel/gpu_targets/*.txtpb`), which also lets XLA compile for it
+without one (`sweeps.accel.gpu_aot`); a card without one (a100) is priced, not compiled for.
 """
 
 import dataclasses
@@ -37,7 +37,7 @@ class Gpu:
   kind: str                 # a substring of jax's Device.device_kind: "H100"
   hbm_bytes: int            # device memory, the spec's device_memory_size
   peak_flops: float         # dense bf16
-  target_config: str | None  # gpu_targets/<file>: XLA's spec, to compile without the card
+  target_config: str | None  # sweeps/accel/gpu_targets/<file>: XLA's spec, to compile without it
 
 
 GPUS: dict[str, Gpu] = {g.name: g for g in (
