@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from chinchax.models import config  # noqa: E402
 from chinchax.models.config import ModelConfig  # noqa: E402
-from chinchax.scaling import conventions  # noqa: E402
+from chinchax.scaling.runs import conventions  # noqa: E402
 from chinchax.sweeps.accel import aot  # noqa: E402
 from chinchax.sweeps.chips import hardware  # noqa: E402
 from chinchax.sweeps.train import optimizer

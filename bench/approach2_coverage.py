@@ -25,7 +25,8 @@ from tests.scaling import synthetic  # pylint: disable=g-import-not-at-top,wrong
 
 import chinchax  # pylint: disable=g-import-not-at-top,wrong-import-position
 from chinchax.errors import UserError  # pylint: disable=g-import-not-at-top
-from chinchax.scaling import isoflop, isoflop_bootstrap  # pylint: disable=g-import-not-at-top
+from chinchax.scaling.isoflop import fit as isoflop  # pylint: disable=g-import-not-at-top
+from chinchax.scaling.isoflop import bootstrap as isoflop_bootstrap
 
 
 def _truth(name: str) -> truths.Truth:

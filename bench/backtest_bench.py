@@ -1,4 +1,4 @@
-"""The backtest every law carries (scaling.backtest) on a synthetic smoke-like sweep: the
+"""The backtest every law carries (scaling.judgement.backtest) on a synthetic smoke-like sweep: the
 headline it prints, its misses over seeds, and what it costs.
 
 The sweep: the smoke config's budgets (5e10-1.5e12 FLOPs, 6 about 2x apart), five rungs of
@@ -15,7 +15,8 @@ import time
 import numpy as np
 
 import chinchax
-from chinchax.scaling import backtest, caveats
+from chinchax.scaling.judgement import backtest
+from chinchax.scaling.judgement import caveats
 from chinchax.sweeps.configs import smoke
 
 LAW = (0.82, 11.9, 447.0, 0.271, 0.507)

@@ -15,7 +15,7 @@ Prints (one figure per line):
     step, input included; the median over `model_steps` steps after one compile-and-warm-up
     step. This is what one host's devices consume; the input pipeline must stay well above it;
   * alongside it, the matmul bound: this device's f32 matmul rate at the decoder's MLP shape
-    divided by its training FLOPs per token (Chinchilla count from `scaling.conventions`),
+    divided by its training FLOPs per token (Chinchilla count from `scaling.runs.conventions`),
     i.e. what the model would consume with no attention, softmax or optimizer overhead.
 """
 
@@ -37,7 +37,7 @@ from jax.sharding import PartitionSpec as P
 from chinchax.models import sharding as mesh_lib
 from chinchax.models import sharding as sharding_lib
 from chinchax.models.config import ModelConfig
-from chinchax.scaling import conventions
+from chinchax.scaling.runs import conventions
 from chinchax.sweeps.data import multihost
 from chinchax.sweeps.data import pipeline
 from chinchax.sweeps.train import optimizer

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from chinchax.scaling import dc_two_stage
+from chinchax.scaling.constrained import two_stage as dc_two_stage
 from tests.helpers import synthetic_law as syn
 
 TRUTHS = ((syn.HOFFMANN, 15.4, 5.3), ((2.1, 500.0, 800.0, 0.36, 0.30), 4.0, 20.0),

@@ -33,8 +33,10 @@ import numpy as np
 import scipy.optimize
 import scipy.special
 
-from chinchax.scaling import isoflop, isoflop_bootstrap, parametric
-from chinchax.scaling.runs import make_runs
+from chinchax.scaling.isoflop import fit as isoflop
+from chinchax.scaling.isoflop import bootstrap as isoflop_bootstrap
+from chinchax.scaling.parametric import fit as parametric
+from chinchax.scaling.runs.table import make_runs
 
 LAW = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
 EXPONENTS = ((0.34, 0.28), (0.2, 0.4), (0.7, 0.35), (0.3, 0.3))

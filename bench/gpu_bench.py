@@ -11,7 +11,7 @@ gpu_node.py's numerics (bf16 compute, f32 parameters), remat, sharding and mesh 
 local device (its fsdp capped at their count: one GPU holds the whole state); the batch is `--batch` sequences per device. The train step is the one a run
 jits (`sweeps.accel.aot.lower`: `sweeps.train.step.make_train_step` on the state's
 shardings), compiled here, then timed over `--steps` steps after `--warmup`. MFU is the
-analytic Chinchilla FLOPs per step (`scaling.conventions`, attention included) over the step
+analytic Chinchilla FLOPs per step (`scaling.runs.conventions`, attention included) over the step
 time times the dense bf16 peak (`sweeps.chips.hardware`); `mfu_6nd` counts 6N per token.
 
 Beside it a process with JAX_PLATFORMS=cpu compiles the same steps for the card from its XLA
@@ -48,7 +48,7 @@ from chinchax.models import sharding  # noqa: E402  pylint: disable=wrong-import
 from chinchax.models import sharding as mesh_lib  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.models.config import ModelConfig  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.models.config import shape_for_params  # noqa: E402  pylint: disable=wrong-import-position
-from chinchax.scaling import conventions  # noqa: E402  pylint: disable=wrong-import-position
+from chinchax.scaling.runs import conventions  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.sweeps.accel import aot, gpu_aot  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.sweeps.chips import hardware  # noqa: E402  pylint: disable=wrong-import-position
 from chinchax.sweeps.configs import gpu_node  # noqa: E402  pylint: disable=wrong-import-position

@@ -23,7 +23,7 @@ sys.path.insert(0, ROOT)
 
 import numpy as np  # pylint: disable=wrong-import-position
 
-from chinchax.scaling import hparams_fit  # pylint: disable=wrong-import-position
+from chinchax.scaling.hparams import fit as hparams_fit  # pylint: disable=wrong-import-position
 from tests.scaling import hparams_synthetic as S  # pylint: disable=wrong-import-position
 
 SURFACES = {"quadratic": {}, "skewed": {"skew": 1.0, "diverge_at": 1.6}}

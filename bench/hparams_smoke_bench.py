@@ -26,7 +26,10 @@ sys.path.insert(0, ROOT)
 import numpy as np  # pylint: disable=wrong-import-position
 
 import chinchax  # pylint: disable=wrong-import-position
-from chinchax.scaling import hparams_file, hparams_fit, hparams_law, hparams_text  # pylint: disable=wrong-import-position
+from chinchax.scaling.hparams import file as hparams_file  # pylint: disable=wrong-import-position
+from chinchax.scaling.hparams import fit as hparams_fit
+from chinchax.scaling.hparams import law as hparams_law
+from chinchax.scaling.hparams import text as hparams_text
 from chinchax.sweeps import grid  # pylint: disable=wrong-import-position
 from chinchax.sweeps.configs import hparams_smoke, smoke  # pylint: disable=wrong-import-position
 

@@ -16,8 +16,8 @@ from tests.helpers import truths  # pylint: disable=g-import-not-at-top,wrong-im
 import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 import chinchax  # pylint: disable=g-import-not-at-top,wrong-import-position
-from chinchax.scaling import isoflop_budgets  # pylint: disable=g-import-not-at-top,wrong-import-position
-from chinchax.scaling.runs import budget_groups  # pylint: disable=g-import-not-at-top,wrong-import-position
+from chinchax.scaling.isoflop import budgets as isoflop_budgets  # pylint: disable=g-import-not-at-top,wrong-import-position
+from chinchax.scaling.runs.table import budget_groups  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 METHODS = ("auto", "local", "vp", "parabola")
 

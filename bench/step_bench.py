@@ -38,7 +38,7 @@ import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 from chinchax.models import sharding, sharding as mesh_lib  # pylint: disable=wrong-import-position
 from chinchax.models.config import ModelConfig  # pylint: disable=wrong-import-position
 from chinchax.models.config import shape_for_params  # pylint: disable=wrong-import-position
-from chinchax.scaling import conventions  # pylint: disable=wrong-import-position
+from chinchax.scaling.runs import conventions  # pylint: disable=wrong-import-position
 from chinchax.sweeps.chips import hardware  # pylint: disable=wrong-import-position
 from chinchax.sweeps.train import optimizer
 from chinchax.sweeps.train import step as step_lib  # pylint: disable=wrong-import-position

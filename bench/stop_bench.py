@@ -24,7 +24,7 @@ def child(checks: int, steps: int) -> None:
   import jax  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   from chinchax.models import sharding, sharding as mesh_lib  # pylint: disable=g-import-not-at-top
-  from chinchax.scaling import conventions  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.runs import conventions  # pylint: disable=g-import-not-at-top
   from chinchax.sweeps.train import optimizer, step as step_lib  # pylint: disable=g-import-not-at-top
   from chinchax.sweeps.train import stop as stop_lib
   from chinchax.models.config import ModelConfig  # pylint: disable=g-import-not-at-top

@@ -15,7 +15,7 @@ import os
 import shutil
 import time
 
-from chinchax.scaling import conventions
+from chinchax.scaling.runs import conventions
 from chinchax.sweeps import wsd
 from chinchax.sweeps.configs import train as train_configs
 from chinchax.sweeps.train import loop

@@ -25,15 +25,9 @@ if _os.path.isfile(_os.path.join(_root, "pyproject.toml")) and _os.path.isdir(
   __path__.append(_root)  # type: ignore[name-defined]  # pylint: disable=undefined-variable
 
 
-def _version() -> str:
-  from importlib import metadata  # pylint: disable=g-import-not-at-top
-  try:
-    return metadata.version("chinchax")
-  except metadata.PackageNotFoundError:
-    return "unknown"
+from chinchax import versions as _versions  # pylint: disable=wrong-import-position
 
-
-__version__ = _version()
+__version__ = _versions.chinchax()
 
 
 # name -> (module, attribute): the library API, imported on first use.
@@ -42,7 +36,7 @@ _API = {
     "train": ("chinchax.sweeps.job", "train"),
     "fit": ("chinchax.scaling.api", "fit"),
     "plan": ("chinchax.scaling.api", "plan"),
-    "law_from_coefficients": ("chinchax.scaling.coefficients", "law_from_coefficients"),
+    "law_from_coefficients": ("chinchax.scaling.law.coefficients", "law_from_coefficients"),
 }
 
 

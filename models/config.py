@@ -1,7 +1,7 @@
-"""The decoder's configuration: a `scaling.conventions.Shape` (for a target N, the recipe
+"""The decoder's configuration: a `scaling.runs.conventions.Shape` (for a target N, the recipe
 below) plus how it is computed.
 
-The shape fixes every parameter and FLOP count (`scaling.conventions`); the options here
+The shape fixes every parameter and FLOP count (`scaling.runs.conventions`); the options here
 change only numerics and memory, never N or C:
 
 * `compute_dtype`: activations and matmul inputs. Parameters are always stored in
@@ -50,7 +50,7 @@ d_model stays within [ρ/1.25, 1.25·ρ], and head_dim changes only by doubling 
 Where widths are too coarse for that band to bridge (d_model below ~48: N below ~6e4 with a
 258-byte vocabulary, a few 1e6 with 32000 tokens untied) the band widens to 1.5, then 2,
 only as far as landing needs; a target more than 10% from every shape is refused. N is
-counted by `scaling.conventions.params` under `convention`, so the recipe and every run
+counted by `scaling.runs.conventions.params` under `convention`, so the recipe and every run
 record agree by construction. A `total` target below the embedding of the smallest model
 (V·16, twice untied) cannot be met: with a 32000-token vocabulary that is ~1M parameters;
 use `convention="non_embedding"` (Kaplan et al.) to size small models for large
@@ -64,8 +64,8 @@ import jax
 import jax.numpy as jnp
 
 from chinchax.errors import UserError
-from chinchax.scaling import conventions
-from chinchax.scaling.conventions import ParamsConvention, Shape
+from chinchax.scaling.runs import conventions
+from chinchax.scaling.runs.conventions import ParamsConvention, Shape
 
 
 Remat = Literal["none", "minimal", "full"]

@@ -1,7 +1,7 @@
 """The chinchax decoder: a pre-norm, rotary, SwiGLU, bias-free decoder-only transformer.
 
 Tensors are named with their shapes, one letter per axis, the letters of
-`scaling/conventions.py` (where N is a parameter count and L a number of layers):
+`scaling/runs/conventions.py` (where N is a parameter count and L a number of layers):
 
     B  batch (sequences)          S  sequence position (seq_len)   T  attended-to position
     D  d_model                    H  attention heads (n_heads)      K  head_dim
@@ -12,7 +12,7 @@ Tensors are named with their shapes, one letter per axis, the letters of
     h_l+1   = h_l+1/2 + MLP(RMSNorm(h_l+1/2))              SwiGLU: W_d (silu(x W_g) * x W_u)
     logits  = RMSNorm(h_L) W_out                           W_out = E^T when tied
 
-Its parameters are exactly those `scaling.conventions.params` counts (tests check it leaf by
+Its parameters are exactly those `scaling.runs.conventions.params` counts (tests check it leaf by
 leaf): per layer W_q, W_k, W_v (d x h x k), W_o (h x k x d), the MLP matrices (d x f, f x d),
 two RMSNorm scales; then the final RMSNorm scale, E and (untied) W_out. Its forward FLOPs
 match `chinchilla_forward_terms` against XLA's cost analysis within ~1%, except the

@@ -9,7 +9,7 @@
 
 `chinchax fit` and `chinchax plan` parse their flags and call these; nothing here knows about
 a command line. `summary(law, n_runs)` is a fitted law as `chinchax fit` and the sweep print
-it: the headline (scaling.caveats) first, then every warning and note, each approach's
+it: the headline (scaling.judgement.caveats) first, then every warning and note, each approach's
 parameters with intervals, and the allocation table from the largest fitted budget up."""
 
 from collections.abc import Callable, Iterable, Mapping
@@ -20,9 +20,15 @@ import numpy as np
 
 from chinchax import atomic
 from chinchax.errors import UserError
-from chinchax.scaling import fit_pipeline, parametric, plan as plan_lib, presets
-from chinchax.scaling import caveats, fmt, law_build, runs as runs_lib
-from chinchax.scaling.law import ScalingLaw
+from chinchax.scaling import pipeline as fit_pipeline
+from chinchax.scaling.parametric import fit as parametric
+from chinchax.scaling.plan import planner as plan_lib
+from chinchax.scaling.law import presets
+from chinchax.scaling.judgement import caveats
+from chinchax.scaling.numerics import fmt
+from chinchax.scaling.law import build as law_build
+from chinchax.scaling.runs import table as runs_lib
+from chinchax.scaling.law.artifact import ScalingLaw
 
 
 __all__ = ["fit", "plan", "as_runs", "as_law"]
@@ -103,7 +109,7 @@ def fit_detailed(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.
     law.save(out)
     written.append(os.fspath(out))
   if plots:
-    from chinchax.scaling import fit_plots  # pylint: disable=g-import-not-at-top  (matplotlib)
+    from chinchax.scaling import figures as fit_plots  # pylint: disable=g-import-not-at-top  (matplotlib)
     written += fit_plots.write_plots(fitted, os.fspath(plots))
   return law, runs, written
 
@@ -141,7 +147,7 @@ def fit(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.9, seed: 
   out: write law.json there; plots: write the figures into that folder.
   approach2_method: how Approach 2 places each budget's minimum: "auto" (the joint profile
     fit when it passes the lack-of-fit check, else "local"), "local", "vp", "vp_levels",
-    "parabola" (each checked for lack of fit, falling back to "local"); scaling.isoflop.
+    "parabola" (each checked for lack of fit, falling back to "local"); scaling.isoflop.fit.
   Returns the ScalingLaw: `.approaches`, `.warnings`, `.recommended`, `.data_constrained`,
   `.optimum(C)`, `.interval(...)`, and `.predict(N, D)` when it predicts losses.
   """

@@ -13,7 +13,7 @@ devices; the checking is `sweeps.accel.readiness`. Per cell it prints HBM per ch
 fits the chip's usable HBM less `--headroom` (default 10%, kept for the runtime, checkpoint
 copies and fragmentation; on a GPU the usable memory is XLA's pool, the card's memory times
 XLA_PYTHON_CLIENT_MEM_FRACTION, `sweeps.accel.gpu_budget`), the compiled FLOPs per step over the analytic Chinchilla count of
-`scaling.conventions` (≈1 with remat none: the embedding is a gather here and a matmul there;
+`scaling.runs.conventions` (≈1 with remat none: the embedding is a gather here and a matmul there;
 remat adds its recompute) and the compile time. What each compile reports is kept
 (`sweeps.accel.aot_cache`): a repeated dry run compiles only the cells that changed
 (CHINCHAX_COMPILE_CACHE=off compiles everything).
@@ -38,7 +38,7 @@ import jax
 
 from chinchax.errors import UserError
 from chinchax.models import sharding as mesh_lib
-from chinchax.scaling import conventions
+from chinchax.scaling.runs import conventions
 from chinchax.sweeps import executors, fit_forecast, recipe as recipe_lib, spec as spec_lib, table
 from chinchax.sweeps.accel import aot, aot_cache, gpu_budget, readiness
 from chinchax.sweeps.chips import hardware

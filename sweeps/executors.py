@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 
 import jax
 
-from chinchax.scaling import conventions
+from chinchax.scaling.runs import conventions
 from chinchax.errors import UserError
 from chinchax.sweeps.train import stop as stop_lib
 from chinchax.sweeps import job as job_lib

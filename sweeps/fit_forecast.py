@@ -1,7 +1,7 @@
 """What the fit will have, said by the dry run before any training: per budget, the sizes
 left after the grid's refusals and whether they bracket the prior's N*.
 
-Approach 2 (scaling.isoflop) uses a budget only with MIN_SIZES distinct sizes and a minimum
+Approach 2 (scaling.isoflop.fit) uses a budget only with MIN_SIZES distinct sizes and a minimum
 strictly inside them, and needs two such budgets. Both can be foreseen from the grid: a
 budget left with two sizes once the size floor refused the others is dropped after its runs
 were trained for nothing, and one whose sizes all lie on one side of the prior's N* is
@@ -11,8 +11,8 @@ the data is opened or the cells compiled.)
 
 from collections.abc import Sequence
 
-from chinchax.scaling import fmt
-from chinchax.scaling.isoflop import MIN_SIZES
+from chinchax.scaling.numerics import fmt
+from chinchax.scaling.isoflop.fit import MIN_SIZES
 from chinchax.sweeps import grid as prior_lib
 from chinchax.sweeps.grid import Cell
 

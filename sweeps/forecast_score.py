@@ -1,4 +1,4 @@
-"""A forecast record (`chinchax forecast`, scaling.forecast) scored against finished runs.
+"""A forecast record (`chinchax forecast`, scaling.plan.forecast) scored against finished runs.
 
 A sweep whose config names one (`forecast = "path/forecast.json"`), or a run given one
 (`chinchax train --forecast=...`), scores it when its cells are done and writes
@@ -11,28 +11,18 @@ runs.jsonl file.
 import json
 import os
 
-from chinchax import atomic
+from chinchax import atomic, json_checks
 from chinchax.errors import UserError
-from chinchax.scaling import forecast as forecast_lib
-from chinchax.scaling import records as records_lib
+from chinchax.scaling.plan import forecast as forecast_lib
+from chinchax.scaling.runs import records as records_lib
 
 SCORE_FILE = "forecast_score.json"
 
 
 def load(path: str) -> dict:
   """The forecast record at `path`; a UserError naming what is wrong."""
-  text = atomic.read_text(path)
-  if text is None:
-    raise UserError(f"forecast {path}: no such file; write one with `chinchax forecast "
-                    "--law=law.json --flops=C --out=forecast.json`")
-  try:
-    doc = json.loads(text)
-  except json.JSONDecodeError as e:
-    raise UserError(f"forecast {path}: not JSON (line {e.lineno}: {e.msg})") from None
-  try:
-    return forecast_lib.check(doc)
-  except UserError as e:
-    raise UserError(f"forecast {path}: {e}") from None
+  return json_checks.load(path, "forecast", "chinchax forecast --law=law.json --flops=C "
+                          "--out=forecast.json", forecast_lib.check)
 
 
 def records_of(path: str) -> list[dict]:

@@ -7,10 +7,10 @@ optimum N*(C):
     N_i = N*(C) · 10^(span · u_i),   u_i = linspace(−1, 1, n_per_budget)
 
 so N*(C) is inside the span (it is the middle size when n is odd). The prior is
-`preset:NAME` (a published law, `scaling.presets`), `tokens_per_param:R` (D = R·N, hence
+`preset:NAME` (a published law, `scaling.law.presets`), `tokens_per_param:R` (D = R·N, hence
 N* = sqrt(C / (6R))) or the path of a `law.json` from an earlier sweep, which is how a second,
 larger sweep is aimed. Each target becomes a shape through the shape recipe (exact N by
-`scaling.conventions.params`, total parameters), and
+`scaling.runs.conventions.params`, total parameters), and
 
     D = C / (training FLOPs per token of that shape, under `flops` = 6ND | chinchilla)
     steps = round(D / tokens_per_batch);  D is then steps · tokens_per_batch
@@ -38,8 +38,8 @@ import ml_collections
 import numpy as np
 
 from chinchax.errors import UserError
-from chinchax.scaling import conventions
-from chinchax.scaling.conventions import Shape
+from chinchax.scaling.runs import conventions
+from chinchax.scaling.runs.conventions import Shape
 from chinchax.sweeps import hparams, recipe as recipe_lib
 from chinchax.sweeps.configs import sweep as sweep_config
 
@@ -47,8 +47,8 @@ from chinchax.sweeps.configs import sweep as sweep_config
 def prior_optimum(spec: str) -> Callable[[float], float]:
   """N*(C) of a prior: 'preset:NAME', 'tokens_per_param:R' or a path to a law.json."""
   # Imported here: the fits' numerics (scipy) are only needed by a law-based prior.
-  from chinchax.scaling import law as law_lib  # pylint: disable=g-import-not-at-top
-  from chinchax.scaling import presets  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.law import artifact as law_lib  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.law import presets  # pylint: disable=g-import-not-at-top
 
   spec = str(spec).strip()
   if spec.startswith("preset:"):

@@ -25,7 +25,10 @@ import sys
 
 from chinchax import atomic
 from chinchax.errors import UserError
-from chinchax.scaling import hparams_file, hparams_fit, hparams_law, hparams_text
+from chinchax.scaling.hparams import file as hparams_file
+from chinchax.scaling.hparams import fit as hparams_fit
+from chinchax.scaling.hparams import law as hparams_law
+from chinchax.scaling.hparams import text as hparams_text
 from chinchax.sweeps.configs import sweep as sweep_config
 
 
@@ -154,7 +157,7 @@ def write_report(workdir: str, fit_error: str | None = None) -> str:
   if fit_error:
     out += [f"The fit failed: {fit_error}", ""]
   else:
-    from chinchax.scaling import hparams_file  # pylint: disable=g-import-not-at-top
+    from chinchax.scaling.hparams import file as hparams_file  # pylint: disable=g-import-not-at-top
     doc = hparams_file.load(os.path.join(workdir, "hparams.json"))
     out += ["```", hparams_text.summary(doc), "```", ""]
   plots = [s for s in PLOTS if atomic.exists(os.path.join(workdir, "plots", f"{s}.png"))]

@@ -11,8 +11,8 @@ import jax
 import ml_collections
 
 from chinchax import atomic
-from chinchax.scaling.conventions import Shape
-from chinchax.scaling import records
+from chinchax.scaling.runs.conventions import Shape
+from chinchax.scaling.runs import records
 from chinchax.sweeps import wsd
 from chinchax.sweeps.train import loop
 

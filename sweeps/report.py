@@ -4,10 +4,10 @@ law.json (`write_report`, also `chinchax report WORKDIR`).
 The report, in order: the runs (one row per cell: C, N, shape, D, D/N, steps, status, eval
 loss, time, the hardware it ran on, tokens/s and MFU), the per-budget IsoFLOP minima (the
 best measured run of each budget, and Approach 2's minimum where the fit has it), the fit's headline and caveats exactly as
-`chinchax fit` prints them (scaling.caveats, from law.json), Approach 3's L(N, D) = E +
+`chinchax fit` prints them (scaling.judgement.caveats, from law.json), Approach 3's L(N, D) = E +
 A/N^alpha + B/D^beta with its bootstrap intervals, the exponents a, b of N* ∝ C^a,
 D* ∝ C^b per approach with intervals, the data-constrained R_D*, R_N* when fitted, the
-compute-optimal N*, D* for budgets beyond the sweep (`scaling.plan`), the pre-registered
+compute-optimal N*, D* for budgets beyond the sweep (`scaling.plan.planner`), the pre-registered
 forecast against the run it was about (sweep config `forecast`, sweeps/forecast_score.py), and
 links to the plots. `chinchax sweep` writes it at the end; this command rebuilds it.
 
@@ -22,8 +22,15 @@ import sys
 
 from chinchax import atomic
 from chinchax.errors import UserError
-from chinchax.scaling import api, law_pack, law_schema, plan as plan_lib
-from chinchax.scaling import caveats, forecast as forecast_lib, law as law_lib, law_build, records as records_lib
+from chinchax.scaling import api
+from chinchax.scaling.law import pack as law_pack
+from chinchax.scaling.law import schema as law_schema
+from chinchax.scaling.plan import planner as plan_lib
+from chinchax.scaling.judgement import caveats
+from chinchax.scaling.plan import forecast as forecast_lib
+from chinchax.scaling.law import artifact as law_lib
+from chinchax.scaling.law import build as law_build
+from chinchax.scaling.runs import records as records_lib
 from chinchax.sweeps import forecast_score
 
 
@@ -114,7 +121,7 @@ def minima_section(records: list[dict], law: dict | None) -> list[str]:
 
 
 def law_section(law: dict) -> list[str]:
-  """The headline and caveats of `chinchax fit` (scaling.caveats), then the numbers."""
+  """The headline and caveats of `chinchax fit` (scaling.judgement.caveats), then the numbers."""
   out = ["## Fitted law", "",
          f"Loss in {law['conventions']['loss']}, N {law['conventions']['params']} parameters, "
          f"C by {law['conventions']['flops']}, fitted on {law['data']['points']} runs.", "",

@@ -26,8 +26,8 @@ import ml_collections
 from chinchax import atomic, killpoints
 from chinchax.errors import UserError
 from chinchax.models import sharding
-from chinchax.scaling import fmt
-from chinchax.scaling import records
+from chinchax.scaling.numerics import fmt
+from chinchax.scaling.runs import records
 from chinchax.sweeps import console
 from chinchax.sweeps import data, dry_run, executors, forecast_score, report
 from chinchax.sweeps import hparams

@@ -35,7 +35,7 @@ import os
 import ml_collections
 
 from chinchax.errors import UserError
-from chinchax.scaling import records
+from chinchax.scaling.runs import records
 from chinchax.sweeps import grid
 from chinchax.sweeps.train import hooks, loop
 

@@ -118,8 +118,8 @@ def test_the_graph_sees_imports_inside_functions():
   edges = graph()
   assert "chinchax.sweeps.train.loop" in edges["chinchax.sweeps.wsd"]
   # sweeps/grid.py imports the law inside its function (scipy is loaded only when needed).
-  assert "chinchax.scaling.law" in edges["chinchax.sweeps.grid"]
-  assert "chinchax.scaling.law" not in graph(module_level_only=True)["chinchax.sweeps.grid"]
+  assert "chinchax.scaling.law.artifact" in edges["chinchax.sweeps.grid"]
+  assert "chinchax.scaling.law.artifact" not in graph(module_level_only=True)["chinchax.sweeps.grid"]
   assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
   assert find_cycle({"a": {"b"}, "b": set()}) is None
 
@@ -178,3 +178,95 @@ def test_no_folder_imports_from_a_folder_above_it():
       if above != folder and folder.is_relative_to(above):
         bad.append(f"{modules[name].relative_to(ROOT)} -> {modules[t].relative_to(ROOT)}")
   assert not bad, bad
+
+
+# The measures of rooms: a folder is a concept a newcomer can find by its name.
+MAX_MODULES = 15  # a folder's own modules; past it, the folder holds a room not yet made
+CLI = ROOT / "chinchax" / "cli"  # one module per subcommand: its size is the command count
+FLOOR = ROOT / "chinchax"  # errors, atomic, killpoints, json_checks: every folder stands on them
+
+
+def folders() -> dict[pathlib.Path, list[str]]:
+  """Each folder of the project and the names of its own modules (its __init__ aside)."""
+  out: dict[pathlib.Path, list[str]] = {}
+  for path in project_modules().values():
+    out.setdefault(path.parent, [])
+    if path.name != "__init__.py":
+      out[path.parent].append(path.stem)
+  return out
+
+
+def crowded(rooms: dict[pathlib.Path, list[str]]) -> list[str]:
+  return [f"{folder.relative_to(ROOT)}: {len(names)} modules" for folder, names in rooms.items()
+          if len(names) > MAX_MODULES and folder != CLI]
+
+
+def prefix_families(rooms: dict[pathlib.Path, list[str]]) -> list[str]:
+  """Three or more modules of a folder named `X` or `X_...`: a room named by a prefix."""
+  out = []
+  for folder, names in rooms.items():
+    family: dict[str, list[str]] = {}
+    for n in names:
+      family.setdefault(n.split("_")[0], []).append(n)
+    out += [f"{folder.relative_to(ROOT)}: {sorted(v)}" for v in family.values() if len(v) >= 3]
+  return out
+
+
+def folder_graph(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+  """folder -> the folders its modules import (relative paths), imports in functions included."""
+  modules = project_modules()
+  out: dict[str, set[str]] = {}
+  for name, targets in edges.items():
+    a = str(modules[name].parent.relative_to(ROOT))
+    out.setdefault(a, set())
+    for t in targets:
+      b = str(modules[t].parent.relative_to(ROOT))
+      if b != a:
+        out[a].add(b)
+  return out
+
+
+def reexports() -> list[str]:
+  """Names an __init__.py imports from a module of another folder: a way around the rules
+  above (import the package, reach the other folder through it). The command line's
+  dispatcher, chinchax/cli/__init__.py, is the top of the graph: nothing imports it."""
+  modules, bad = project_modules(), []
+  for name, path in modules.items():
+    if path.name != "__init__.py" or path.parent == CLI:
+      continue
+    for imported, _ in imports_of(name, path, modules):
+      target = _resolve(imported, modules)
+      if target and modules[target].parent not in (path.parent, FLOOR) and not (
+          modules[target].parent.is_relative_to(path.parent)):
+        bad.append(f"{path.relative_to(ROOT)} imports {target}")
+  return bad
+
+
+def test_rooms_are_small():
+  assert not crowded(folders())
+
+
+def test_no_room_is_a_name_prefix():
+  assert not prefix_families(folders())
+
+
+def test_no_cycle_between_folders():
+  """Sibling folders included (sweeps/accel and sweeps/train once imported each other), and
+  a folder with the one above it; imports inside functions count."""
+  assert find_cycle(folder_graph(graph())) is None
+
+
+def test_no_reexport_across_folders():
+  assert not reexports()
+
+
+def test_the_room_measures_fail_when_broken():
+  """Each measure above, on a layout that breaks it."""
+  a = ROOT / "x"
+  assert crowded({a: [f"m{i}" for i in range(16)]}) and not crowded({a: ["m"] * 15})
+  assert not crowded({CLI: [f"m{i}" for i in range(30)]})
+  assert prefix_families({a: ["law", "law_build", "law_text"]})
+  assert not prefix_families({a: ["law", "law_build", "plan"]})
+  assert find_cycle({"x": {"x/y"}, "x/y": {"x"}}) == ["x", "x/y", "x"]
+  assert find_cycle({"x/y": {"x/z"}, "x/z": {"x/y"}}) is not None
+  assert find_cycle({"x": {"x/y"}, "x/y": set()}) is None

@@ -23,10 +23,10 @@ from chinchax import atomic
 from chinchax.cli import argtypes
 from chinchax.errors import UserError
 from chinchax.scaling import api
-from chinchax.scaling import isoflop
-from chinchax.scaling import parametric
-from chinchax.scaling import runs as runs_lib
-from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
+from chinchax.scaling.isoflop import fit as isoflop
+from chinchax.scaling.parametric import fit as parametric
+from chinchax.scaling.runs import table as runs_lib
+from chinchax.scaling.runs.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 
 # Flags that mean something else here than in `chinchax plan` (or did before): one line.
 _RENAMED = {

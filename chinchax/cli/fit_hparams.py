@@ -8,7 +8,7 @@ writes hparams.json and prints each point's optimum and the laws (`--json`: one 
 
     chinchax fit-hparams runs/hparams_smoke --out=hparams.json --plots=plots/
 
-The fit is scaling.hparams_fit; this module parses flags and prints.
+The fit is scaling.hparams.fit; this module parses flags and prints.
 """
 
 import argparse
@@ -16,7 +16,9 @@ import json
 import sys
 
 from chinchax import atomic
-from chinchax.scaling import hparams_fit, hparams_law, hparams_text
+from chinchax.scaling.hparams import fit as hparams_fit
+from chinchax.scaling.hparams import law as hparams_law
+from chinchax.scaling.hparams import text as hparams_text
 from chinchax.cli import argtypes
 
 

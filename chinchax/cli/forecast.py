@@ -7,7 +7,7 @@ after.
     chinchax forecast --score=forecast.json PATH       (a run or sweep workdir, or runs.jsonl)
 
 A budget alone forecasts the law's compute-optimal model there. The record holds the loss
-with its interval (the law's bootstrap), the law's hash and the time (scaling.forecast). A
+with its interval (the law's bootstrap), the law's hash and the time (scaling.plan.forecast). A
 sweep config's `forecast` key names a record the sweep scores when it finishes (report.md);
 --score does the same for any finished run or sweep and prints forecast, actual and whether
 the actual fell inside the interval.
@@ -17,9 +17,9 @@ import argparse
 
 from chinchax import atomic
 from chinchax.errors import UserError
-from chinchax.scaling import fmt
-from chinchax.scaling import forecast as forecast_lib
-from chinchax.scaling.law import ScalingLaw
+from chinchax.scaling.numerics import fmt
+from chinchax.scaling.plan import forecast as forecast_lib
+from chinchax.scaling.law.artifact import ScalingLaw
 from chinchax.sweeps import forecast_score
 from chinchax.cli import argtypes
 from chinchax.cli.plan import _number

@@ -9,15 +9,15 @@ L(N, D) = E + A/N^alpha + B/D^beta as a paper gives it (the example is Muennigho
 2023's base law). The file is law.json's own schema, marked as not fitted here
 (provenance.fitted = false, with the reference); it has no intervals. Give the paper's fitted
 ranges (--fitted-C, ...) so that a plan can say how far it extrapolates. The library
-function is `chinchax.law_from_coefficients` (scaling/coefficients.py).
+function is `chinchax.law_from_coefficients` (scaling/law/coefficients.py).
 """
 
 import argparse
 
 from chinchax import atomic
-from chinchax.scaling import coefficients
-from chinchax.scaling import law_text
-from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
+from chinchax.scaling.law import coefficients
+from chinchax.scaling.law import text as law_text
+from chinchax.scaling.runs.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.cli import plan as plan_cli
 from chinchax.cli import argtypes
 

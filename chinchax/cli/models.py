@@ -13,7 +13,7 @@ import numpy as np
 from chinchax.cli import flags
 from chinchax.errors import UserError
 from chinchax.models.config import shape_for_params
-from chinchax.scaling import conventions
+from chinchax.scaling.runs import conventions
 
 HEADER = ("N target", "d_model", "layers", "heads", "d_ff", "N total", "N non-emb",
           "FLOPs/tok 6N", "FLOPs/tok chinchilla", "head_dim", "d/L", "d_ff/d")

@@ -19,13 +19,14 @@ import math
 import sys
 
 from chinchax.scaling import api
-from chinchax.scaling import hparams_file, hparams_plan
-from chinchax.scaling import coefficients
-from chinchax.scaling import presets
-from chinchax.scaling.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
+from chinchax.scaling.hparams import file as hparams_file
+from chinchax.scaling.hparams import plan as hparams_plan
+from chinchax.scaling.law import coefficients
+from chinchax.scaling.law import presets
+from chinchax.scaling.runs.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
 from chinchax.errors import UserError
 from chinchax.cli import argtypes
-from chinchax.scaling.law import ScalingLaw
+from chinchax.scaling.law.artifact import ScalingLaw
 
 _SUFFIXES = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 

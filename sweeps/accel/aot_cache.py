@@ -24,13 +24,12 @@ CHINCHAX_COMPILE_CACHE=off turns both off.
 
 import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 
 import jax
 
-from chinchax import atomic
+from chinchax import atomic, versions
 from chinchax.errors import UserError
 from chinchax.sweeps.accel import compile_cache, hlo_flops
 
@@ -47,10 +46,8 @@ def _versions() -> str:
   out = [jax.__version__]
   for dist in ("jaxlib", "libtpu", "libtpu-nightly", "jax-cuda12-plugin", "jax-cuda12-pjrt",
                "nvidia-cuda-nvcc-cu12"):
-    try:
-      out.append(f"{dist}={importlib.metadata.version(dist)}")
-    except importlib.metadata.PackageNotFoundError:
-      pass
+    if versions.of(dist):
+      out.append(f"{dist}={versions.of(dist)}")
   # Our FLOP count, and the GPU specs XLA compiles against: a changed spec is another target.
   here = os.path.dirname(hlo_flops.__file__)
   specs = os.path.join(here, "gpu_targets")

@@ -26,7 +26,7 @@ import ml_collections
 from chinchax.errors import UserError
 from chinchax.models import sharding as mesh_lib
 from chinchax.models.config import ModelConfig
-from chinchax.scaling import conventions
+from chinchax.scaling.runs import conventions
 from chinchax.sweeps.accel import aot
 from chinchax.sweeps.chips import hardware
 from chinchax.sweeps.train import optimizer

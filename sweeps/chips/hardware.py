@@ -1,7 +1,7 @@
 """The hardware a run meets: peak FLOP/s for MFU, the TPU slices and GPU nodes a sweep can
 target, and the hardware facts every run record stores.
 
-MFU = (training FLOPs per step, analytic, `scaling.conventions`) / (step time × peak × devices),
+MFU = (training FLOPs per step, analytic, `scaling.runs.conventions`) / (step time × peak × devices),
 with the dense bf16 peak of one device. There is no fair peak for a CPU: its MFU is None and
 the record says why.
 

@@ -58,7 +58,7 @@ Approaches 2 and 3 were 0.18 apart on a. Six budgets about 2x apart (30 cells, 9
 before) put a minimum every factor of 2 in C, and every check passes with each of three seeds.
 
 What it gives (bench/smoke_bench.py; Approach 2's interval with resamples read as the data
-are, scaling/isoflop_bootstrap.py):
+are, scaling/isoflop/bootstrap.py):
 
     IsoFLOP minima (Approach 2's profiles), every one strictly inside its sizes:
               5e10    1e11    2e11    4e11    8e11    1.5e12

@@ -15,7 +15,8 @@ import math
 import ml_collections
 
 from chinchax.errors import UserError
-from chinchax.scaling import conventions, json_checks
+from chinchax.scaling.runs import conventions
+from chinchax import json_checks
 from chinchax.sweeps.configs import keys
 
 

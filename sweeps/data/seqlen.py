@@ -11,7 +11,7 @@ L_k, tokens per batch B·L at every length. Targets stay the next token of their
 window's L+1 tokens give inputs w[:-1] and targets w[1:], and cutting both at the same places
 keeps every pair. What changes is only the context a token sees (at most L_k).
 
-FLOPs. A step at length L_k costs B·L tokens × `scaling.conventions.flops_per_token` of the
+FLOPs. A step at length L_k costs B·L tokens × `scaling.runs.conventions.flops_per_token` of the
 shape with seq_len = L_k (the attention logits and reductions scale with the context; 6N does
 not). `flops_until(k)` sums this in closed form over the stages.
 
@@ -23,7 +23,7 @@ import dataclasses
 import jax
 import numpy as np
 
-from chinchax.scaling import conventions
+from chinchax.scaling.runs import conventions
 from chinchax.errors import UserError
 from chinchax.sweeps.data import multihost
 from chinchax.sweeps.data import pipeline

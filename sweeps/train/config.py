@@ -14,7 +14,8 @@ from chinchax.errors import UserError
 from chinchax.models import config
 from chinchax.models import sharding
 from chinchax.models.config import ModelConfig
-from chinchax.scaling import conventions, json_checks
+from chinchax.scaling.runs import conventions
+from chinchax import json_checks
 from chinchax.sweeps import data
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.data import seqlen

@@ -7,7 +7,7 @@ model's, the unique tokens, the validation split) run when the run opens it.
 
 import ml_collections
 
-from chinchax.scaling import conventions
+from chinchax.scaling.runs import conventions
 from chinchax.sweeps.data import tokenizers
 from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import setup

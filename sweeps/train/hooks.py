@@ -33,7 +33,7 @@ import ml_collections
 import numpy as np
 
 from chinchax import atomic
-from chinchax.scaling import conventions
+from chinchax.scaling.runs import conventions
 from chinchax.sweeps import data
 from chinchax.sweeps.data import mixture, seqlen
 from chinchax.sweeps.train import checkpoint, config as run_config, stop

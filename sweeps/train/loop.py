@@ -4,7 +4,7 @@
 
 reads top to bottom: the setup (sweeps/train/setup.py: checks that fail before compute, data, model,
 restore) → steps (train, log, eval, checkpoint, stop) → the final eval → the run record
-(`record_of`, written as result.json by scaling/records.py). The training-craft features (mixtures, sequence-length warmup, early
+(`record_of`, written as result.json by scaling/runs/records.py). The training-craft features (mixtures, sequence-length warmup, early
 stopping, the best checkpoint, WSD branch points) are hooks (sweeps/train/hooks.py) the loop calls at
 fixed points; it has no feature flags of its own. Batch k is a function of (seed, k) alone and
 the state holds the step, so a run resumed from a checkpoint continues the exact trajectory of
@@ -20,7 +20,8 @@ import time
 import jax
 import ml_collections
 
-from chinchax.scaling import conventions, records
+from chinchax.scaling.runs import conventions
+from chinchax.scaling.runs import records
 from chinchax.sweeps.chips import hardware
 from chinchax.sweeps.hosts import watch
 from chinchax.sweeps.train import metrics
@@ -208,7 +209,7 @@ def _finite(x):
 
 
 def record_of(s: setup_lib.Setup, end: End, eval_loss: float, wall_s: float) -> dict:
-  """The run's record (scaling/records.py) from its setup, where its steps ended and the final
+  """The run's record (scaling/runs/records.py) from its setup, where its steps ended and the final
   eval's loss."""
   c, model, tps = s.c, s.model, s.tokens_per_step
   D = s.D if end.stopped_early is None else end.step * tps  # early stop: the tokens trained

@@ -40,7 +40,7 @@ import time
 import jax
 
 from chinchax import atomic, killpoints
-from chinchax.scaling import records
+from chinchax.scaling.runs import records
 
 
 FLUSH_EVERY_S = 30.0

@@ -24,8 +24,8 @@ from chinchax.errors import UserError
 from chinchax.models import sharding
 from chinchax.models import sharding as mesh_lib
 from chinchax.models.config import ModelConfig
-from chinchax.scaling import conventions
-from chinchax.scaling import records
+from chinchax.scaling.runs import conventions
+from chinchax.scaling.runs import records
 from chinchax.sweeps import data
 from chinchax.sweeps.chips import hardware
 from chinchax.sweeps.train import checkpoint, metrics, optimizer

@@ -15,7 +15,7 @@ import re
 import numpy as np
 import pytest
 
-from chinchax.scaling import presets
+from chinchax.scaling.law import presets
 from chinchax import cli
 from tests.helpers import synthetic_law as syn
 

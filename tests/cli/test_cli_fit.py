@@ -11,11 +11,11 @@ import sys
 import numpy as np
 import pytest
 
-from chinchax.scaling import fmt
+from chinchax.scaling.numerics import fmt
 
-from chinchax.scaling import caveats
-from chinchax.scaling import law as law_lib
-from chinchax.scaling import vp
+from chinchax.scaling.judgement import caveats
+from chinchax.scaling.law import artifact as law_lib
+from chinchax.scaling.parametric import vp
 from chinchax import cli
 from chinchax.sweeps import report
 from tests.helpers import synthetic_law as syn

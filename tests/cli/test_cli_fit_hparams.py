@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from chinchax.scaling import hparams_file, hparams_law
+from chinchax.scaling.hparams import file as hparams_file
+from chinchax.scaling.hparams import law as hparams_law
 from chinchax import cli
 from tests.scaling import hparams_synthetic as S
 

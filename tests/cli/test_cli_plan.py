@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from chinchax.scaling import fmt
-from chinchax.scaling import law as law_lib
-from chinchax.scaling import presets
+from chinchax.scaling.numerics import fmt
+from chinchax.scaling.law import artifact as law_lib
+from chinchax.scaling.law import presets
 from chinchax import cli
 
 THETA = np.array([1.8172, 482.01, 2085.43, 0.3478, 0.3658])

@@ -7,7 +7,7 @@ import sysconfig
 
 import pytest
 
-from chinchax.scaling import records
+from chinchax.scaling.runs import records
 from chinchax.errors import UserError
 from chinchax.cli import eval as cli_eval
 from chinchax.sweeps.train import metrics

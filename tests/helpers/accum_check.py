@@ -25,7 +25,7 @@ import optax  # noqa: E402
 
 from chinchax.models import sharding, sharding as mesh_lib  # noqa: E402
 from chinchax.models.config import ModelConfig  # noqa: E402
-from chinchax.scaling.conventions import Shape  # noqa: E402
+from chinchax.scaling.runs.conventions import Shape  # noqa: E402
 from chinchax.sweeps.train import optimizer  # noqa: E402
 from chinchax.sweeps.train import step as step_lib  # noqa: E402
 

@@ -13,8 +13,8 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 import jax  # noqa: E402
 
 from chinchax.models.config import ModelConfig  # noqa: E402
-from chinchax.scaling import conventions  # noqa: E402
-from chinchax.scaling.conventions import Shape  # noqa: E402
+from chinchax.scaling.runs import conventions  # noqa: E402
+from chinchax.scaling.runs.conventions import Shape  # noqa: E402
 from chinchax.sweeps.accel import aot  # noqa: E402
 from chinchax.sweeps.chips import hardware  # noqa: E402
 from chinchax.sweeps.train import optimizer

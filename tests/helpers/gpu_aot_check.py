@@ -10,8 +10,8 @@ os.environ["JAX_PLATFORMS"] = "cpu"
 
 from chinchax.models import sharding as mesh_lib  # noqa: E402
 from chinchax.models.config import ModelConfig  # noqa: E402
-from chinchax.scaling import conventions  # noqa: E402
-from chinchax.scaling.conventions import Shape  # noqa: E402
+from chinchax.scaling.runs import conventions  # noqa: E402
+from chinchax.scaling.runs.conventions import Shape  # noqa: E402
 from chinchax.sweeps import dry_run, grid  # noqa: E402
 from chinchax.sweeps.accel import aot, gpu_aot, readiness  # noqa: E402
 from chinchax.sweeps.chips import hardware  # noqa: E402

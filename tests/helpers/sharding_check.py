@@ -28,7 +28,7 @@ import orbax.checkpoint as ocp  # noqa: E402
 from chinchax.errors import UserError  # noqa: E402
 from chinchax.models import sharding, sharding as mesh_lib  # noqa: E402
 from chinchax.models.config import ModelConfig  # noqa: E402
-from chinchax.scaling.conventions import Shape  # noqa: E402
+from chinchax.scaling.runs.conventions import Shape  # noqa: E402
 from chinchax.sweeps.train import step as step_lib  # noqa: E402
 
 SHAPE = Shape(d_model=64, n_layers=2, n_heads=4, d_ff=192, vocab_size=256, seq_len=32)

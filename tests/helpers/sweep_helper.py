@@ -47,8 +47,8 @@ def synthetic_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpo
                     progress=None, opened=None):
   """The run (`run.loop.train`) replaced by the known law L(N, D): the runner, fit and report
   see real records."""
-  from chinchax.scaling import conventions  # pylint: disable=g-import-not-at-top
-  from chinchax.scaling import records  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.runs import conventions  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.runs import records  # pylint: disable=g-import-not-at-top
   from chinchax.sweeps.train import config as run_config  # pylint: disable=g-import-not-at-top
   del stop, quiet, devices, checkpoint_lock, progress
   OPENED.append(opened)

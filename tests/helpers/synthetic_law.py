@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from chinchax.scaling import data_constrained as dc
+from chinchax.scaling.constrained import law as dc
 
 HOFFMANN = (1.69, 406.4, 410.7, 0.34, 0.28)  # E, A, B, alpha, beta
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import optimize
 
-from chinchax.scaling.runs import Runs, make_runs
+from chinchax.scaling.runs.table import Runs, make_runs
 
 HOFFMANN = (1.69, 406.4, 410.7, 0.34, 0.28)  # E, A, B, alpha, beta
 BUDGETS = np.logspace(18, 21, 6)

@@ -10,8 +10,8 @@ import pytest
 
 from chinchax.models import decoder
 from chinchax.models.config import ModelConfig
-from chinchax.scaling import conventions
-from chinchax.scaling.conventions import Shape
+from chinchax.scaling.runs import conventions
+from chinchax.scaling.runs.conventions import Shape
 from chinchax.errors import UserError
 
 TINY = Shape(d_model=64, n_layers=2, n_heads=4, d_ff=192, vocab_size=256, seq_len=32)

@@ -9,7 +9,7 @@ import pytest
 from chinchax.cli import models as cli
 from chinchax.errors import UserError
 from chinchax.models import config
-from chinchax.scaling import conventions
+from chinchax.scaling.runs import conventions
 
 GRID = np.logspace(5, 11, 4 * 6 + 1)  # 1e5 ... 1e11, four points per decade
 

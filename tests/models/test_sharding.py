@@ -17,12 +17,12 @@ import pytest
 from chinchax.errors import UserError
 from chinchax.models import sharding, sharding as mesh_lib
 from chinchax.models.config import ModelConfig
-from chinchax.scaling.conventions import Shape
+from chinchax.scaling.runs.conventions import Shape
 from chinchax.sweeps.train import step as step_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = Shape(d_model=64, n_layers=2, n_heads=4, d_ff=192, vocab_size=256, seq_len=32)
-N_TINY = 139_584  # scaling.conventions.params(TINY): 2·256·64 + 2·(4·64² + 3·64·192 + 128) + 64
+N_TINY = 139_584  # scaling.runs.conventions.params(TINY): 2·256·64 + 2·(4·64² + 3·64·192 + 128) + 64
 
 
 @pytest.fixture(scope="module")

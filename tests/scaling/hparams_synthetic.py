@@ -11,7 +11,7 @@ sits on a grid value.
 
 import numpy as np
 
-from chinchax.scaling import hparams_runs
+from chinchax.scaling.hparams import runs as hparams_runs
 
 TRUTH = {"lr": {"coef": 1.79, "N": -0.713, "D": 0.307}, "batch": {"coef": 0.58, "D": 0.571}}
 SIZES = (1e7, 3e7, 1e8)

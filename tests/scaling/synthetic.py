@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from chinchax.scaling.runs import make_runs
+from chinchax.scaling.runs.table import make_runs
 
 BUDGETS = np.logspace(18, 22, 5)
 

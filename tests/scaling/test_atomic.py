@@ -7,7 +7,7 @@ import pytest
 
 from chinchax import atomic
 from chinchax.errors import UserError
-from chinchax.scaling import records
+from chinchax.scaling.runs import records
 
 
 

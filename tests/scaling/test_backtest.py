@@ -1,4 +1,4 @@
-"""The backtest in every law (scaling.backtest, backtest_doc, caveats): each approach refitted
+"""The backtest in every law (scaling.judgement.backtest, backtest_doc, caveats): each approach refitted
 without the largest budget(s) predicts it; law.json carries the misses, the headline states
 them, and the recommendation weighs them."""
 
@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 import chinchax
-from chinchax.scaling import backtest, backtest_doc, caveats
-from chinchax.scaling import runs as runs_lib
+from chinchax.scaling.judgement import backtest
+from chinchax.scaling.judgement import backtest_doc
+from chinchax.scaling.judgement import caveats
+from chinchax.scaling.runs import table as runs_lib
 from tests.helpers import synthetic_law as syn
 
 BUDGETS = (1e18, 3e18, 1e19, 3e19, 1e20, 3e20)

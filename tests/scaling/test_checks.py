@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from chinchax.scaling import api
-from chinchax.scaling import checks
-from chinchax.scaling import plan as plan_lib
-from chinchax.scaling import presets
-from chinchax.scaling.law import ScalingLaw
+from chinchax.scaling.runs import anomalies as checks
+from chinchax.scaling.plan import planner as plan_lib
+from chinchax.scaling.law import presets
+from chinchax.scaling.law.artifact import ScalingLaw
 from tests.helpers import synthetic_law as syn
 
 MARKERS = {"swapped": "look swapped", "duplicates": "repeat another run's N, D and loss",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from chinchax.scaling import conventions as cv
+from chinchax.scaling.runs import conventions as cv
 from chinchax.errors import UserError
 
 # d=4, L=1, h=2 (head 2), f=8, V=10, S=3, SwiGLU, untied. Worked by hand:

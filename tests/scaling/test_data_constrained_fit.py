@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from chinchax.scaling import data_constrained as dc
-from chinchax.scaling import dc_fit
+from chinchax.scaling.constrained import law as dc
+from chinchax.scaling.constrained import fit as dc_fit
 from chinchax.errors import UserError
 
 THETA = np.array([1.69, 406.4, 410.7, 0.34, 0.28])  # Hoffmann et al. 2022

@@ -1,4 +1,4 @@
-"""The data-constrained law in two stages (scaling.dc_two_stage, dc_base, dc_bounds): the
+"""The data-constrained law in two stages (scaling.constrained.two_stage, dc_base, dc_bounds): the
 decay constants of synthetic truths on a design like Muennighoff et al.'s come back inside
 their intervals, and a constant the runs cannot bound is stated as a one-sided interval."""
 
@@ -10,8 +10,10 @@ import pytest
 import chinchax
 
 from chinchax.errors import UserError
-from chinchax.scaling import data_constrained as dc
-from chinchax.scaling import dc_base, dc_bounds, dc_two_stage
+from chinchax.scaling.constrained import law as dc
+from chinchax.scaling.constrained import base as dc_base
+from chinchax.scaling.constrained import bounds as dc_bounds
+from chinchax.scaling.constrained import two_stage as dc_two_stage
 from tests.helpers import synthetic_law as syn
 
 OTHER = (2.1, 500.0, 800.0, 0.36, 0.30)  # a base law unlike Hoffmann et al.'s (70 tok/param)
@@ -97,7 +99,8 @@ def test_too_few_base_runs_asks_for_a_base_law():
 
 
 def test_the_plan_reads_an_open_constant_as_no_decay():
-  from chinchax.scaling import law as law_lib, plan as plan_lib  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.law import artifact as law_lib  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.plan import planner as plan_lib
   runs = syn.muennighoff_design(15.4, np.inf, noise=0.005, seed=0)
   block = _fit(runs, n_resamples=40)
   doc = law_lib.build_law(**dict(zip(("E", "A", "B", "alpha", "beta"), syn.HOFFMANN)),

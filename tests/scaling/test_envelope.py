@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from chinchax.scaling.envelope import bootstrap_envelope, curves_of, fit_envelope
+from chinchax.scaling.envelope.fit import bootstrap_envelope, curves_of, fit_envelope
 from chinchax.errors import UserError
-from chinchax.scaling.runs import Curve, make_runs
+from chinchax.scaling.runs.table import Curve, make_runs
 
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28
 A_TRUE, B_TRUE = BETA / (ALPHA + BETA), ALPHA / (ALPHA + BETA)

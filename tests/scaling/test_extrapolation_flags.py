@@ -10,9 +10,9 @@ import pytest
 
 import chinchax
 from chinchax.scaling import api
-from chinchax.scaling import caveats
-from chinchax.scaling import law as law_lib
-from chinchax.scaling import law_pack
+from chinchax.scaling.judgement import caveats
+from chinchax.scaling.law import artifact as law_lib
+from chinchax.scaling.law import pack as law_pack
 from chinchax.sweeps import report
 from tests.helpers import synthetic_law as syn
 

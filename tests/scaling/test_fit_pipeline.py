@@ -1,4 +1,4 @@
-"""chinchax.fit / chinchax.plan (scaling.api, scaling.fit_pipeline) on runs from known laws:
+"""chinchax.fit / chinchax.plan (scaling.api, scaling.pipeline) on runs from known laws:
 the recommendation, the warnings channel, agreement, intervals and the data-constrained law."""
 
 import dataclasses
@@ -8,11 +8,11 @@ import pytest
 
 import chinchax
 from chinchax.errors import UserError
-from chinchax.scaling import caveats
-from chinchax.scaling import fmt
-from chinchax.scaling import isoflop
-from chinchax.scaling import isoflop_bootstrap
-from chinchax.scaling import law as law_lib
+from chinchax.scaling.judgement import caveats
+from chinchax.scaling.numerics import fmt
+from chinchax.scaling.isoflop import fit as isoflop
+from chinchax.scaling.isoflop import bootstrap as isoflop_bootstrap
+from chinchax.scaling.law import artifact as law_lib
 from tests.helpers import synthetic_law as syn
 
 

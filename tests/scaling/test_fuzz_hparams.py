@@ -8,7 +8,9 @@ import numpy as np
 from hypothesis import example, given, strategies as st
 
 from chinchax.errors import UserError
-from chinchax.scaling import hparams_file, hparams_fit, hparams_plan
+from chinchax.scaling.hparams import file as hparams_file
+from chinchax.scaling.hparams import fit as hparams_fit
+from chinchax.scaling.hparams import plan as hparams_plan
 from tests.scaling import hparams_synthetic as S
 from tests.scaling.test_fuzz_loaders import FAST, FOLDER, edit, mutate
 

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from chinchax.scaling import api
-from chinchax.scaling import presets
-from chinchax.scaling import runs as runs_lib
+from chinchax.scaling.law import presets
+from chinchax.scaling.runs import table as runs_lib
 from chinchax.errors import UserError
-from chinchax.scaling.law import ScalingLaw
+from chinchax.scaling.law.artifact import ScalingLaw
 from tests.helpers import synthetic_law as syn
 
 EXAMPLES = 150

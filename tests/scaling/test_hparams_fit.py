@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from chinchax.errors import UserError
-from chinchax.scaling import hparams_fit, hparams_local, hparams_runs
+from chinchax.scaling.hparams import fit as hparams_fit
+from chinchax.scaling.hparams import local as hparams_local
+from chinchax.scaling.hparams import runs as hparams_runs
 from tests.scaling import hparams_synthetic as S
 
 

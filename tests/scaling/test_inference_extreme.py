@@ -4,8 +4,8 @@ beside E in float64 (it used to end in ZeroDivisionError or OverflowError)."""
 import numpy as np
 import pytest
 
-from chinchax.scaling import inference
-from chinchax.scaling import optimum as opt
+from chinchax.scaling.plan import inference
+from chinchax.scaling.numerics import optimum as opt
 
 
 def brute_force(C, T, theta):

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from chinchax.scaling import isoflop
+from chinchax.scaling.isoflop import fit as isoflop
 from chinchax.errors import UserError
-from chinchax.scaling.isoflop import fit_isoflop, profile_loss
-from chinchax.scaling.isoflop_bootstrap import bootstrap_isoflop
-from chinchax.scaling.runs import budget_groups, make_runs
+from chinchax.scaling.isoflop.fit import fit_isoflop, profile_loss
+from chinchax.scaling.isoflop.bootstrap import bootstrap_isoflop
+from chinchax.scaling.runs.table import budget_groups, make_runs
 
 # The Chinchilla fit (Hoffmann et al. 2022, eq. 10) as the known truth.
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28

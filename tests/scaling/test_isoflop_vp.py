@@ -11,7 +11,9 @@ import warnings
 import numpy as np
 import pytest
 
-from chinchax.scaling import isoflop, isoflop_bootstrap, isoflop_diagnostics
+from chinchax.scaling.isoflop import fit as isoflop
+from chinchax.scaling.isoflop import bootstrap as isoflop_bootstrap
+from chinchax.scaling.isoflop import diagnostics as isoflop_diagnostics
 from tests.scaling import synthetic
 
 LAWS = {name: synthetic.law(*ab) for name, ab in synthetic.EXPONENTS.items()}

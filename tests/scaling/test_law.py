@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from chinchax.scaling import law as law_lib
-from chinchax.scaling import law_pack
-from chinchax.scaling import optimum as opt
-from chinchax.scaling import presets
+from chinchax.scaling.law import artifact as law_lib
+from chinchax.scaling.law import pack as law_pack
+from chinchax.scaling.numerics import optimum as opt
+from chinchax.scaling.law import presets
 from chinchax.errors import UserError
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import chinchax
 from chinchax.errors import UserError
-from chinchax.scaling import law as law_lib
+from chinchax.scaling.law import artifact as law_lib
 from tests.helpers import synthetic_law as syn
 
 pd = pytest.importorskip("pandas")

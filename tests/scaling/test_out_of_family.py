@@ -11,9 +11,12 @@ import pytest
 
 import chinchax
 from chinchax.errors import UserError
-from chinchax.scaling import isoflop, isoflop_bootstrap, isoflop_budgets, isoflop_local
-from chinchax.scaling import law_build
-from chinchax.scaling.runs import budget_groups, make_runs
+from chinchax.scaling.isoflop import fit as isoflop
+from chinchax.scaling.isoflop import bootstrap as isoflop_bootstrap
+from chinchax.scaling.isoflop import budgets as isoflop_budgets
+from chinchax.scaling.isoflop import local as isoflop_local
+from chinchax.scaling.numerics import intervals
+from chinchax.scaling.runs.table import budget_groups, make_runs
 from tests.helpers import truths
 from tests.scaling import synthetic
 
@@ -232,8 +235,8 @@ def test_the_bootstrap_draws_from_the_fit_the_estimate_came_from():
 
 
 def test_an_interval_holds_its_estimate(monkeypatch):
-  assert law_build.holding([0.4, 0.5], 0.52) == [0.4, 0.52]
-  assert law_build.holding([0.4, 0.5], 0.45) == [0.4, 0.5]
+  assert intervals.holding([0.4, 0.5], 0.52) == [0.4, 0.52]
+  assert intervals.holding([0.4, 0.5], 0.45) == [0.4, 0.5]
   real = isoflop_bootstrap.bootstrap_isoflop
 
   def shifted(runs, **kw):
@@ -267,7 +270,7 @@ def test_where_a_minimum_rests_on_the_shape_the_interval_spans_the_local_reading
       for method in ("auto", "vp"):
         boot, _ = _quiet(isoflop_bootstrap.bootstrap_isoflop, runs, 100, seed=seed,
                          method=method)
-        lo, hi = law_build.holding(law_build.quantiles(boot["a"], 0.9), fit.a)
+        lo, hi = intervals.holding(intervals.interval(boot["a"], 0.9), fit.a)
         hit = int(lo <= t.a() <= hi)
         mixed, alone = (mixed + hit, alone) if method == "auto" else (mixed, alone + hit)
   assert n >= 30, n  # the design this test needs
@@ -335,6 +338,6 @@ def test_intervals_cover_the_out_of_family_truths():
       runs = truths.sweep(t, seed=500 + seed)
       fit, _ = _quiet(isoflop.fit_isoflop, runs)
       boot, _ = _quiet(isoflop_bootstrap.bootstrap_isoflop, runs, 100, seed=seed)
-      lo, hi = law_build.holding(law_build.quantiles(boot["a"], 0.9), fit.a)
+      lo, hi = intervals.holding(intervals.interval(boot["a"], 0.9), fit.a)
       hits += lo <= a_true <= hi
     assert hits >= 24, (name, hits)

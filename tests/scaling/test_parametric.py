@@ -8,7 +8,8 @@ import pytest
 import scipy.optimize
 import scipy.special
 
-from chinchax.scaling import huber, parametric
+from chinchax.scaling.parametric import huber
+from chinchax.scaling.parametric import fit as parametric
 from chinchax.errors import UserError
 
 CHINCHILLA = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from chinchax.scaling import huber, parametric, vp
+from chinchax.scaling.parametric import huber
+from chinchax.scaling.parametric import fit as parametric
+from chinchax.scaling.parametric import vp
 from tests.scaling import synthetic
 
 LAWS = {name: synthetic.law(*ab) for name, ab in synthetic.EXPONENTS.items()}

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from chinchax.scaling import data_constrained
-from chinchax.scaling import fmt
-from chinchax.scaling import inference
-from chinchax.scaling import law as law_lib
-from chinchax.scaling import plan as plan_lib
-from chinchax.scaling import presets
+from chinchax.scaling.constrained import law as data_constrained
+from chinchax.scaling.numerics import fmt
+from chinchax.scaling.plan import inference
+from chinchax.scaling.law import artifact as law_lib
+from chinchax.scaling.plan import planner as plan_lib
+from chinchax.scaling.law import presets
 from chinchax.errors import UserError
 
 HOFFMANN = np.array([1.69, 406.4, 410.7, 0.34, 0.28])

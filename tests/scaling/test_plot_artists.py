@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from matplotlib.collections import PolyCollection
 
-from chinchax.scaling import fit_pipeline, fit_plots, plots
-from chinchax.scaling.runs import make_runs
+from chinchax.scaling import pipeline as fit_pipeline, figures as fit_plots
+from chinchax.scaling.plots import law as plots
+from chinchax.scaling.runs.table import make_runs
 
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28
 

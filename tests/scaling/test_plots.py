@@ -5,11 +5,11 @@ import os
 import numpy as np
 import pytest
 
-from chinchax.scaling import plots
+from chinchax.scaling.plots import canvas, law as plots
 from chinchax.errors import UserError
-from chinchax.scaling.isoflop import fit_isoflop
-from chinchax.scaling.isoflop_bootstrap import bootstrap_isoflop
-from chinchax.scaling.runs import make_runs
+from chinchax.scaling.isoflop.fit import fit_isoflop
+from chinchax.scaling.isoflop.bootstrap import bootstrap_isoflop
+from chinchax.scaling.runs.table import make_runs
 
 
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28
@@ -64,7 +64,7 @@ def test_all_plots_write_png_and_svg(tmp_path):
 
 def test_a_failed_render_writes_nothing(tmp_path, monkeypatch):
   # The SVG fails to render after the PNG has: neither file may appear.
-  monkeypatch.setattr(plots, "FORMATS", ("png", "no-such-format"))
+  monkeypatch.setattr(canvas, "FORMATS", ("png", "no-such-format"))
   with pytest.raises(ValueError):
     plots.plot_law(str(tmp_path / "law"), E=E, A=A, B=B, alpha=ALPHA, beta=BETA)
   assert os.listdir(tmp_path) == []

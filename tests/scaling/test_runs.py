@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from chinchax.errors import UserError
-from chinchax.scaling.runs import budget_groups, load_runs, make_runs
+from chinchax.scaling.runs.table import budget_groups, load_runs, make_runs
 
 
 # Five done runs at two budgets, one failed; every field the trainer writes.

@@ -13,7 +13,7 @@ import pytest
 from jax.experimental.layout import Layout
 
 from chinchax.models.config import ModelConfig
-from chinchax.scaling.conventions import Shape
+from chinchax.scaling.runs.conventions import Shape
 from chinchax.errors import UserError
 from chinchax.sweeps.accel import aot, readiness
 from chinchax.sweeps.chips import hardware

@@ -9,7 +9,7 @@ import jax
 import pytest
 
 from chinchax.models.config import ModelConfig
-from chinchax.scaling.conventions import Shape
+from chinchax.scaling.runs.conventions import Shape
 from chinchax.sweeps.accel import aot, aot_cache
 from chinchax.sweeps.train import optimizer
 

@@ -6,7 +6,7 @@ import sysconfig
 
 import pytest
 
-from chinchax.scaling import records
+from chinchax.scaling.runs import records
 from chinchax.sweeps.train import metrics
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.train import loop

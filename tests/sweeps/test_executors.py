@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from chinchax.scaling.conventions import Shape
+from chinchax.scaling.runs.conventions import Shape
 from chinchax.sweeps.train import checkpoint
 from chinchax.sweeps.train import stop as stop_lib
 from chinchax.sweeps import executors, spec as spec_lib, sweep

@@ -3,7 +3,7 @@ and warns when a budget cannot enter Approach 2 (before any run is trained)."""
 
 import re
 
-from chinchax.scaling.isoflop import MIN_SIZES
+from chinchax.scaling.isoflop.fit import MIN_SIZES
 from chinchax import cli
 from chinchax.sweeps import spec as spec_lib
 from chinchax.cli import flags

@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from chinchax.scaling import forecast as forecast_lib
-from chinchax.scaling import law as law_lib
-from chinchax.scaling import optimum as opt
+from chinchax.scaling.plan import forecast as forecast_lib
+from chinchax.scaling.law import artifact as law_lib
+from chinchax.scaling.numerics import optimum as opt
 from chinchax import cli
 from chinchax.sweeps.train import loop
 from tests.helpers.sweep_helper import TRUTH, synthetic_argv, synthetic_train
@@ -55,7 +55,7 @@ def test_forecast_record_of_a_budget_and_of_a_model(tmp_path, capsys):
 @pytest.mark.parametrize("argv,message", [
     (["--flops=1e14", "--law=NOPE.json"], "cannot read law file NOPE.json"),
     (["--params=1e5"], "no law: give --law=law.json"),
-    (["--score=NOPE.json", "x"], "forecast NOPE.json: no such file"),
+    (["--score=NOPE.json", "x"], "cannot read forecast file NOPE.json: No such file"),
 ])
 def test_bad_forecast_inputs_are_one_line(capsys, argv, message):
   assert cli.run(["forecast", *argv]) == 2

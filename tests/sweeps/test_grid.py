@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from chinchax.errors import UserError
-from chinchax.scaling import conventions
-from chinchax.scaling import law as law_lib
-from chinchax.scaling.conventions import Shape
+from chinchax.scaling.runs import conventions
+from chinchax.scaling.law import artifact as law_lib
+from chinchax.scaling.runs.conventions import Shape
 from chinchax.sweeps import grid, table
 from chinchax.sweeps import recipe as recipe_lib
 from chinchax.sweeps import wsd

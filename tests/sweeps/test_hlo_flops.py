@@ -9,8 +9,8 @@ import pytest
 
 from chinchax.models import sharding, sharding as mesh_lib
 from chinchax.models.config import ModelConfig
-from chinchax.scaling import conventions
-from chinchax.scaling.conventions import Shape
+from chinchax.scaling.runs import conventions
+from chinchax.scaling.runs.conventions import Shape
 from chinchax.sweeps.accel import hlo_flops
 from chinchax.sweeps.train import optimizer
 from chinchax.sweeps.train import step as step_lib

@@ -7,7 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from chinchax.scaling import hparams_file, hparams_fit, hparams_law
+from chinchax.scaling.hparams import file as hparams_file
+from chinchax.scaling.hparams import fit as hparams_fit
+from chinchax.scaling.hparams import law as hparams_law
 from chinchax import cli
 from chinchax.sweeps import grid, recipe as recipe_lib
 from chinchax.sweeps.configs import hparams_smoke, tiny
@@ -30,9 +32,9 @@ def batch_opt(D):
 
 def surface_train(c, workdir, **_):
   """`loop.train` replaced by L = 2 + 0.04·(ln η/η*)² + 0.02·(ln B/B*)²: real records."""
-  from chinchax.scaling import conventions  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.runs import conventions  # pylint: disable=g-import-not-at-top
   from chinchax.sweeps.train import config as run_config  # pylint: disable=g-import-not-at-top
-  from chinchax.scaling import records  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.runs import records  # pylint: disable=g-import-not-at-top
   shape = run_config.model_config(c, 258).shape
   N, D = conventions.params(shape), c.tokens
   lr, tokens = c.optimizer.peak_lr, c.batch_size * c.seq_len
@@ -96,7 +98,7 @@ def test_names_carry_lr_and_batch_and_series_stay_apart():
 
 def _law_file(tmp_path) -> str:
   """An hparams.json whose LR law spans tiny's sizes: η* = 1e-2·(N/5e4)^-0.5·(D/1e5)^0.1."""
-  from chinchax.scaling import hparams_runs  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.hparams import runs as hparams_runs  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(0)
   runs = []
   for N in (3e4, 5e4, 8e4):

@@ -4,7 +4,7 @@ resume; TensorBoard events beside it."""
 import json
 import os
 
-from chinchax.scaling import records
+from chinchax.scaling.runs import records
 from chinchax.sweeps.train import metrics
 
 

@@ -11,7 +11,7 @@ import ml_collections
 import pytest
 
 from chinchax.models.config import ModelConfig
-from chinchax.scaling.conventions import Shape
+from chinchax.scaling.runs.conventions import Shape
 from chinchax.sweeps.accel import aot, readiness
 from chinchax.sweeps.chips import hardware
 from chinchax.sweeps import grid

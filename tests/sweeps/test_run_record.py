@@ -4,7 +4,7 @@ damaged or stale runs.jsonl never blocks, and is rebuilt from the runs' records.
 import json
 import logging
 
-from chinchax.scaling import records
+from chinchax.scaling.runs import records
 
 
 def _record(name, loss=3.0, status="done"):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from chinchax.scaling import records
-from chinchax.scaling import conventions
+from chinchax.scaling.runs import records
+from chinchax.scaling.runs import conventions
 from chinchax.errors import UserError
 from chinchax.sweeps.train import metrics
 from chinchax.sweeps.train import loop

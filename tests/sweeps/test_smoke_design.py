@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import chinchax
-from chinchax.scaling import conventions
+from chinchax.scaling.runs import conventions
 from chinchax.sweeps import grid
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps.configs import smoke

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from chinchax import cli
-from chinchax.scaling import law as law_lib
+from chinchax.scaling.law import artifact as law_lib
 from chinchax.sweeps import data, dry_run, grid, sweep, table
 from chinchax.sweeps.configs import tiny
 from chinchax.sweeps.data import pipeline

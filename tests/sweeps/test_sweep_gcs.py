@@ -20,8 +20,8 @@ import os
 
 import pytest
 
-from chinchax.scaling import records
-from chinchax.scaling import law as law_lib
+from chinchax.scaling.runs import records
+from chinchax.scaling.law import artifact as law_lib
 from chinchax.sweeps.train import checkpoint, metrics
 from chinchax import cli
 from chinchax.sweeps import spec as spec_lib

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from chinchax.scaling import law as law_lib
+from chinchax.scaling.law import artifact as law_lib
 from chinchax.errors import UserError
 from chinchax import cli
 from chinchax.sweeps import wsd

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from chinchax.scaling import records
+from chinchax.scaling.runs import records
 from chinchax.errors import UserError
 from chinchax.sweeps.train import metrics, optimizer
 from chinchax.sweeps import wsd

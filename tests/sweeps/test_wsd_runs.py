@@ -8,7 +8,7 @@ import pytest
 
 from chinchax.cli import fit as cli_fit
 from chinchax.errors import UserError
-from chinchax.scaling.runs import load_runs
+from chinchax.scaling.runs.table import load_runs
 
 
 def record(name, N, D, loss, schedule):

@@ -1,0 +1,307 @@
+"""The fit of a set of runs: every approach asked for, their intervals and warnings, the
+approaches' agreement, the recommendation, the data-constrained law, and law.json's dict.
+
+Which approaches run: by default every one the data support (Approach 1 needs loss curves
+or runs of one N at several D, Approach 2 two IsoFLOP budgets, Approach 3 5 runs), the others
+skipped with a note; asked for explicitly, one that cannot run is a UserError. The law written is the recommended approach's
+(scaling.judgement.caveats): Approach 3's parametric law when it is well determined, else the
+allocation law of Approach 2 (or 1). Asked for exactly one approach, the law is that one's.
+
+Runs that repeat data (D > U, scaling.runs.table) are left out of Approaches 1-3 and fitted by the
+data-constrained law (scaling.constrained.two_stage) together with the rest: R_D*, R_N* on the base
+law of a given law.json (`base_law`), else on a base law fitted first to the runs that
+neither repeat data nor exceed N*(U).
+
+Approach 2 places its minima by `Options.approach2_method` (scaling.isoflop.minima); it and
+Approach 3 carry `lack_of_fit` (residuals against the noise local fits measure) and warn when
+they do not fit. Every interval holds its estimate (`scaling.numerics.intervals.holding`), warning if it had not.
+
+Warnings: the data's own first (scaling.judgement.checks), then each approach's (prefixed with
+its name) and the fit's (a poorly determined Approach 3, dropped refits, disagreement, the
+data-constrained fit's), all in law.json's top-level `warnings`.
+"""
+
+import dataclasses
+import warnings as warnings_lib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from chinchax.errors import UserError
+from chinchax.scaling.judgement import backtest
+from chinchax.scaling.judgement import backtest_doc
+from chinchax.scaling.judgement import caveats
+from chinchax.scaling.judgement import checks
+from chinchax.scaling.constrained import two_stage as dc_two_stage
+from chinchax.scaling.envelope import fit as envelope
+from chinchax.scaling.isoflop import fit as isoflop
+from chinchax.scaling.isoflop import bootstrap as isoflop_bootstrap
+from chinchax.scaling.parametric import fit as parametric
+from chinchax.scaling.numerics import intervals, power
+from chinchax.scaling.runs import anomalies
+from chinchax.scaling.law import build as law_build
+from chinchax.scaling.parametric import fit as bootstrap_lib
+from chinchax.scaling.law.artifact import ScalingLaw
+from chinchax.scaling.runs.table import Runs
+
+APPROACHES = ("1", "2", "3")
+MAX_FAILED = 0.5  # a bootstrap with more failed resamples than this fraction gives no interval
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+  approaches: tuple[str, ...] | None = None  # None: every approach the data support
+  bootstrap: int = 1000
+  ci: float = 0.9
+  seed: int = 0
+  delta: float = parametric.DEFAULT_DELTA
+  base_law: ScalingLaw | None = None
+  base_source: str = ""
+  approach2_method: str = "auto"  # scaling.isoflop.fit.METHODS
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Fitted:
+  """law.json's dict, the runs each approach saw, the fit objects and the power-law draws
+  [a, b, log_kN, log_kD] of each approach (for plots)."""
+
+  doc: dict[str, Any]
+  runs: Runs
+  fits: dict[str, Any]
+  draws: dict[str, dict[str, np.ndarray]]
+  level: float
+
+
+def check_options(o: Options) -> None:
+  if not (isinstance(o.bootstrap, (int, np.integer)) and not isinstance(o.bootstrap, bool)
+          and o.bootstrap >= 0):
+    raise UserError(f"bootstrap must be a whole number >= 0, got {o.bootstrap!r}")
+  if not (isinstance(o.ci, (int, float)) and 0 < o.ci < 1):
+    raise UserError(f"ci must be a level strictly between 0 and 1 (e.g. 0.9), got {o.ci!r}")
+  if not (isinstance(o.delta, (int, float)) and o.delta > 0 and np.isfinite(o.delta)):
+    raise UserError(f"delta must be a positive number, got {o.delta!r}")
+  if o.approaches is not None and (not o.approaches or set(o.approaches) - set(APPROACHES)):
+    raise UserError(f"approaches must be a non-empty subset of 1, 2, 3; got {o.approaches!r}")
+  if o.approach2_method not in isoflop.METHODS:
+    raise UserError(f"approach2_method must be one of {', '.join(isoflop.METHODS)}; got "
+                    f"{o.approach2_method!r}")
+  if o.base_law is not None and not o.base_law.predicts_loss:
+    raise UserError("the base law must be a parametric law (Approach 3: E, A, B, alpha, "
+                    f"beta); {o.base_law.source or 'the one given'} is an allocation law")
+
+
+def _quiet(fn: Callable, *args, **kw):
+  """fn(...) and the messages of the Python warnings it raised (they go to law.json)."""
+  with warnings_lib.catch_warnings(record=True) as caught:
+    warnings_lib.simplefilter("always")
+    out = fn(*args, **kw)
+  return out, [str(w.message) for w in caught]
+
+
+def _unique(items) -> list[str]:
+  return list(dict.fromkeys(str(i) for i in items))
+
+
+def _interval_block(draws: dict[str, np.ndarray], names, level, entry) -> dict:
+  """Percentile intervals, each widened to hold its estimate (`intervals.holding`)."""
+  return {"level": float(level),
+          **{k: intervals.holding(intervals.interval(draws[k], level), entry.get(k))
+             for k in names if len(draws[k])}}
+
+
+def _approach3(runs: Runs, o: Options, log) -> tuple[dict, Any, np.ndarray | None]:
+  if len(runs) < 5:
+    raise UserError(f"Approach 3 fits 5 parameters and needs at least 5 runs; got {len(runs)}")
+  fit3 = parametric.fit_parametric(runs.N, runs.D, runs.loss, delta=o.delta)
+  theta3 = np.array([fit3.E, fit3.A, fit3.B, fit3.alpha, fit3.beta])
+  entry = {"E": fit3.E, "A": fit3.A, "B": fit3.B, "alpha": fit3.alpha, "beta": fit3.beta,
+           **dict(zip(power.NAMES, map(float, power.from_theta(theta3)))),
+           "objective": fit3.objective, "starts": fit3.n_starts,
+           "starts_at_best": fit3.n_at_best, "n_points": fit3.n_points, "ci": None,
+           "bootstrap": None, "warnings": list(fit3.warnings)}
+  samples = None
+  if o.bootstrap:
+    log(f"bootstrap: {o.bootstrap} resamples of Approach 3 ...")
+    raw = bootstrap_lib.bootstrap_parametric(runs.N, runs.D, runs.loss, n_resamples=o.bootstrap,
+                                             seed=o.seed, delta=o.delta, fit=fit3)
+    ok = np.all(np.isfinite(raw), axis=1) & np.all(raw[:, 1:] > 0, axis=1)
+    samples = raw[ok]
+    dropped = int((~ok).sum())
+    entry["bootstrap"] = {"kind": "pairs", "n_resamples": o.bootstrap, "dropped": dropped,
+                          "seed": o.seed}
+    if dropped:
+      entry["warnings"].append(
+          f"{dropped} of {o.bootstrap} bootstrap refits gave no law (alpha, beta, A or B not "
+          "positive) and were dropped: the intervals are optimistic; fit more budgets or sizes")
+    if len(samples):
+      P = power.from_theta(samples)
+      columns = {**dict(zip(("E", "A", "B", "alpha", "beta"), samples.T)),
+                 **dict(zip(power.NAMES, P.T))}
+      entry["ci"] = _interval_block(columns, ("E", "A", "B", "alpha", "beta", "a", "b"), o.ci,
+                                    entry)
+      entry["warnings"] += checks.shifted(entry, columns, o.ci)
+  entry["lack_of_fit"] = checks.approach3(runs, fit3)
+  if (entry["lack_of_fit"] or {}).get("fits") is False:
+    entry["warnings"].append(checks.approach3_message(entry["lack_of_fit"]))
+  entry["problems"] = caveats.approach3_problems(entry, len(runs))
+  return entry, fit3, samples
+
+
+def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict | None]:
+  """Approach 1 or 2: the fit's dict, its interval of a and b, and its warnings."""
+  fit_fn, boot_fn = {"2": (isoflop.fit_isoflop, isoflop_bootstrap.bootstrap_isoflop),
+                     "1": (envelope.fit_envelope, envelope.bootstrap_envelope)}[name]
+  kw = {"method": o.approach2_method} if name == "2" else {}
+  fit, caught = _quiet(fit_fn, runs, **kw)
+  entry = fit.to_dict()
+  entry["warnings"] = _unique([*getattr(fit, "dropped", ()), *getattr(fit, "warnings", ()),
+                               *checks.unprefixed(caught, name)])
+  entry["ci"], entry["bootstrap"], draws = None, None, None
+  if o.bootstrap:
+    log(f"bootstrap: {o.bootstrap} resamples of Approach {name} ...")
+    try:
+      boot, caught = _quiet(boot_fn, runs, n_resamples=o.bootstrap, seed=o.seed, **kw)
+    except UserError as e:
+      entry["warnings"].append(f"no interval: {e}")
+      return entry, fit, None
+    entry["warnings"] = _unique([*entry["warnings"], *checks.unprefixed(caught, name)])
+    if boot.get("notes"):  # what the interval is made of (isoflop_bootstrap.interval_note)
+      entry["notes"] = [*entry.get("notes", ()), *boot["notes"]]
+    failed, n = int(boot["n_failed"]), int(boot["n_resamples"])
+    entry["bootstrap"] = {"kind": boot.get("kind", {"2": "residual", "1": "curves"}[name]),
+                          "n_resamples": n, "dropped": failed, "seed": o.seed}
+    if failed > MAX_FAILED * n:
+      # The survivors of a mostly failed bootstrap are the resamples closest to the
+      # original fit: their spread would understate the uncertainty.
+      entry["warnings"].append(f"no interval: {failed} of {n} bootstrap resamples could not "
+                               "be fitted; sample more sizes per budget")
+    else:
+      if failed:
+        entry["warnings"].append(f"{failed} of {n} bootstrap resamples could not be fitted "
+                                 "and were left out of the interval")
+      draws = {k: np.asarray(boot[k], np.float64) for k in power.NAMES}
+      entry["ci"] = _interval_block(draws, power.NAMES, o.ci, entry)
+      entry["warnings"] += checks.shifted(entry, draws, o.ci)
+  return entry, fit, draws
+
+
+def _wanted(o: Options) -> tuple[tuple[str, ...], bool]:
+  return (o.approaches, True) if o.approaches is not None else (APPROACHES, False)
+
+
+def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -> Fitted:
+  """Every approach asked for on `runs`; law.json's dict (validated) and the pieces."""
+  check_options(o)
+  log = log or (lambda _: None)
+  wanted, explicit = _wanted(o)
+  warnings, notes = anomalies.data_warnings(runs), []
+  if runs.n_failed:
+    notes.append(f"{runs.n_failed} failed runs skipped")
+  all_runs, repeats = runs, runs.repeats
+  if repeats.any():
+    runs = runs.subset(~repeats)
+    notes.append(f"{int(repeats.sum())} of {len(all_runs)} runs repeat data (D > U): "
+                 "Approaches 1-3 fit the other runs, the data-constrained law fits them all")
+
+  entries, fits, draws, samples3, skipped = {}, {}, {}, None, []
+  for name in sorted(wanted, reverse=True):  # 3, then 2, then 1
+    try:
+      if name == "3":
+        entries["3"], fits["3"], samples3 = _approach3(runs, o, log)
+        if samples3 is not None and len(samples3):
+          draws["3"] = dict(zip(power.NAMES, power.from_theta(samples3).T))
+      else:
+        entries[name], fits[name], d = _allocation(name, runs, o, log)
+        if d is not None:
+          draws[name] = d
+    except UserError as e:
+      why = str(e) if str(e).startswith(f"Approach {name}") else f"Approach {name}: {e}"
+      if explicit:
+        raise UserError(why) from None
+      skipped.append(why)
+  notes += [f"skipped: {why}" for why in skipped]
+  if not entries and o.base_law is None:
+    raise UserError("; ".join(skipped) + "; so no approach could be fitted")
+
+  bt = None
+  if entries:
+    log("backtest: refitting without the largest budgets ...")
+    bt = backtest.backtest(runs, backtest.refits(sorted(entries), o.delta, o.approach2_method))
+    for k in entries:
+      entries[k]["backtest"] = backtest_doc.miss(bt, k)
+  for k in sorted(entries):
+    warnings += [f"Approach {k}: {w}" for w in entries[k]["warnings"]]
+    notes += [f"Approach {k}: {n}" for n in entries[k].get("notes", ())]
+  disagreements = caveats.agreement(entries)
+  warnings += disagreements
+  if entries:
+    approach, why = caveats.recommend(entries, list(o.approaches) if explicit else None)
+    if entries[approach].get("problems"):
+      warnings.append(f"Approach 3's law is poorly determined: "
+                      f"{'; '.join(entries[approach]['problems'])}")
+    elif "3" in entries and entries["3"]["problems"]:
+      warnings.append(f"Approach 3's law is poorly determined and is not the answer: "
+                      f"{'; '.join(entries['3']['problems'])}")
+  else:
+    approach, why = "3", f"the base law {o.base_source or ''} (no approach could be fitted)"
+
+  dc = None
+  if repeats.any():
+    dc = _data_constrained(all_runs, o, log, warnings)
+    if dc is not None:
+      warnings += dc["warnings"]
+
+  common = dict(
+      ci_level=o.ci, approaches=entries, recommended={"approach": approach, "why": why},
+      warnings=_unique(warnings), notes=notes, data_constrained=dc,
+      params_convention=runs.params, flops_convention=runs.flops,
+      N=runs.N, D=runs.D, C=runs.C, inputs=list(runs.sources))
+  if approach == "3" and "3" in entries:
+    fit3 = fits["3"]
+    doc = law_build.build_law(
+        E=fit3.E, A=fit3.A, B=fit3.B, alpha=fit3.alpha, beta=fit3.beta, delta=fit3.delta,
+        n_starts=fit3.n_starts, objective=fit3.objective, n_at_best=fit3.n_at_best,
+        n_points=fit3.n_points, fit_warnings=fit3.warnings, samples=samples3,
+        seed=o.seed if o.bootstrap else None, **common)
+  elif approach in entries:
+    e, d = entries[approach], draws.get(approach)
+    doc = law_build.build_power_law(
+        **{k: e[k] for k in power.NAMES}, approach=approach,
+        samples=None if d is None else np.stack([d[k] for k in power.NAMES], axis=1),
+        seed=o.seed if d is not None else None,
+        bootstrap_kind=(e.get("bootstrap") or {}).get("kind", "pairs"), **common)
+  else:  # only the data-constrained law was fitted, on the given base law
+    doc = _base_law_doc(o, common)
+  doc["fit"]["disagreements"] = disagreements
+  if entries:
+    doc["backtest"] = law_build.plain(bt)
+  return Fitted(doc=doc, runs=runs, fits=fits, draws=draws, level=o.ci)
+
+
+def _data_constrained(runs: Runs, o: Options, log, said: list[str]) -> dict | None:
+  base = o.base_law
+  log(f"data-constrained law: {'R_D*, R_N*' if base else 'the base law, then R_D*, R_N*'}"
+      f"{f', {o.bootstrap} resamples' if o.bootstrap else ''} ...")
+  try:
+    return dc_two_stage.fit(runs.N, runs.D, runs.U, runs.loss,
+                            base=None if base is None else base.theta,
+                            base_samples=None if base is None else base.samples,
+                            base_source=o.base_source, n_resamples=o.bootstrap, seed=o.seed,
+                            level=o.ci, delta=o.delta)
+  except UserError as e:
+    said.append(f"data-constrained law skipped: "
+                 f"{str(e).removeprefix('data-constrained fit: ')}")
+    return None
+
+
+def _base_law_doc(o: Options, common: dict) -> dict:
+  """law.json when the runs fit only R_D*, R_N*: the given base law, its ranges and draws."""
+  base = o.base_law
+  ranges = base.ranges
+  common = {**common, **{k: list(ranges[k]) if ranges[k] else None for k in ("N", "D", "C")}}
+  doc = law_build.build_law(**dict(zip(("E", "A", "B", "alpha", "beta"), map(float, base.theta))),
+                            samples=base.samples, **common)
+  doc["data"]["points"] = base.doc["data"]["points"]
+  doc["fit"]["points"] = base.doc["fit"]["points"]
+  return doc

@@ -1,0 +1,31 @@
+"""The canvas every figure is saved through: PNG and SVG rendered in memory, then each file
+written atomically (`chinchax.atomic`), and one colour scale for series of any count."""
+
+import io
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from chinchax import atomic
+
+FORMATS = ("png", "svg")
+DPI = 150
+
+
+def save(fig: Figure, stem: str) -> list[str]:
+  """Writes `stem`.png and `stem`.svg; both are rendered before either is written, so a
+  failure writes nothing. The paths written."""
+  rendered = []
+  for fmt in FORMATS:
+    buf = io.BytesIO()
+    metadata = {"Date": None} if fmt == "svg" else {}  # reproducible SVG
+    fig.savefig(buf, format=fmt, dpi=DPI, bbox_inches="tight", metadata=metadata)
+    rendered.append((f"{stem}.{fmt}", buf.getvalue()))
+  for path, data in rendered:
+    atomic.write_bytes(path, data)
+  return [path for path, _ in rendered]
+
+
+def colors(n: int):
+  from matplotlib import colormaps
+  return colormaps["viridis"](np.linspace(0.0, 0.9, max(n, 1)))
