@@ -77,8 +77,7 @@ def check_options(o: Options) -> None:
   if not (isinstance(o.bootstrap, (int, np.integer)) and not isinstance(o.bootstrap, bool)
           and o.bootstrap >= 0):
     raise UserError(f"bootstrap must be a whole number >= 0, got {o.bootstrap!r}")
-  if not (isinstance(o.ci, (int, float)) and 0 < o.ci < 1):
-    raise UserError(f"ci must be a level strictly between 0 and 1 (e.g. 0.9), got {o.ci!r}")
+  intervals.check_level(o.ci, "ci")
   if not (isinstance(o.delta, (int, float)) and o.delta > 0 and np.isfinite(o.delta)):
     raise UserError(f"delta must be a positive number, got {o.delta!r}")
   if o.approaches is not None and (not o.approaches or set(o.approaches) - set(APPROACHES)):

@@ -20,7 +20,7 @@ from chinchax import atomic, json_checks
 from chinchax.scaling.law import pack as law_pack
 from chinchax.scaling.law import schema
 from chinchax.scaling.numerics import optimum as opt
-from chinchax.scaling.numerics import power
+from chinchax.scaling.numerics import intervals, power
 from chinchax.errors import UserError
 from chinchax.scaling.law.build import TABLE_BUDGETS, build_law, build_power_law  # noqa: F401
 from chinchax.scaling.law.schema import FORM, SCHEMA, validate_law  # noqa: F401
@@ -35,7 +35,8 @@ def save_law(path: str | os.PathLike, law: Mapping[str, Any]) -> None:
 
 
 def load_law(path: str | os.PathLike) -> dict[str, Any]:
-  """The v2 dict of a law.json (a v1 file is upgraded in memory, see law_schema)."""
+  """The dict of a law.json, in memory as schema v2 (a v3 file's draws unpacked, a v1 file
+upgraded: see `schema`)."""
   return json_checks.load(path, "law", "chinchax fit",
                           lambda doc: schema.read(law_pack.unpack(doc)))
 
@@ -223,7 +224,5 @@ class ScalingLaw:
 
   def _band(self, values_SxK: np.ndarray, level: float | None):
     level = self.ci_level if level is None else level
-    if not 0 < level < 1:
-      raise UserError(f"interval level must be strictly between 0 and 1, got {level!r}")
-    lo, hi = np.quantile(values_SxK, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    lo, hi = intervals.quantiles(values_SxK, intervals.check_level(level, "level"), axis=0)
     return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)

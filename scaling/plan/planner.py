@@ -35,6 +35,7 @@ from chinchax.scaling.plan import inference
 from chinchax.scaling.numerics import optimum as opt
 from chinchax.errors import UserError
 from chinchax.scaling.law.artifact import ScalingLaw
+from chinchax.scaling.numerics import intervals
 
 MAX_EPOCHS = 4.0  # Muennighoff et al.: up to ~4 epochs cost about as little as fresh data
 # A plan outside these ranges is no language model anyone trains: warned about, not refused.
@@ -192,8 +193,8 @@ def plan(law: ScalingLaw, *, C: float | None = None, N: float | None = None,
   for name, x in (("--flops", C), ("--params", N), ("--tokens", D),
                   ("--unique-tokens", U), ("--inference-tokens", T)):
     _check_positive(name, x)
-  if level is not None and not (isinstance(level, (int, float)) and 0 < level < 1):
-    raise UserError(f"--ci must be a level strictly between 0 and 1 (e.g. 0.9), got {level!r}")
+  if level is not None:
+    intervals.check_level(level, "--ci")
   for what, x, ok in (("--unique-tokens", U, law.predicts_loss or law.data_constrained),
                       ("--inference-tokens", T, law.predicts_loss)):
     if x is not None and not ok:
