@@ -1,5 +1,8 @@
 """Runs from a known law, for the fit pipeline's tests: IsoFLOP grids and data-constrained
-runs, as arrays or as the CSV and runs.jsonl files `chinchax fit` reads."""
+runs, as arrays or as the CSV and runs.jsonl files `chinchax fit` reads. The one home of the
+law's closed forms in the tests (`loss`, `N_opt`, `a_true`), written here independently of
+chinchax: tests/scaling/synthetic.py, tests/helpers/truths.py and the approaches' tests draw
+their truths from them."""
 
 import json
 

@@ -28,13 +28,10 @@ from scipy import optimize
 
 from chinchax.scaling.runs.table import Runs, make_runs
 
-HOFFMANN = (1.69, 406.4, 410.7, 0.34, 0.28)  # E, A, B, alpha, beta
+from tests.helpers.synthetic_law import HOFFMANN  # E, A, B, alpha, beta
+from tests.helpers.synthetic_law import loss as chinchilla
+
 BUDGETS = np.logspace(18, 21, 6)
-
-
-def chinchilla(N, D, theta=HOFFMANN):
-  E, A, B, alpha, beta = theta
-  return E + A / N**alpha + B / D**beta
 
 
 def undertrained(N, D):

@@ -3,6 +3,7 @@
 import numpy as np
 
 from chinchax.scaling.runs.table import make_runs
+from tests.helpers import synthetic_law
 
 BUDGETS = np.logspace(18, 22, 5)
 
@@ -20,12 +21,16 @@ def law(alpha, beta, E=1.8, N1=1e9, C1=1e20, share=0.3) -> dict:
   return dict(E=E, A=A, B=B, alpha=alpha, beta=beta, a=a, b=1 - a, G=N1 / (C1 / 6)**a)
 
 
+def theta(p: dict) -> tuple:
+  return p["E"], p["A"], p["B"], p["alpha"], p["beta"]
+
+
 def N_opt(p: dict, C):
-  return p["G"] * (np.asarray(C) / 6)**p["a"]
+  return synthetic_law.N_opt(np.asarray(C), theta(p))
 
 
 def loss(p: dict, N, D):
-  return p["E"] + p["A"] * np.asarray(N)**-p["alpha"] + p["B"] * np.asarray(D)**-p["beta"]
+  return synthetic_law.loss(np.asarray(N), np.asarray(D), theta(p))
 
 
 def sizes(p: dict, n=5, spread=4.0, drift=1.0, budgets=BUDGETS) -> np.ndarray:

@@ -9,20 +9,20 @@ import pytest
 from chinchax.scaling.envelope.fit import bootstrap_envelope, curves_of, fit_envelope
 from chinchax.errors import UserError
 from chinchax.scaling.runs.table import Curve, make_runs
+from tests.helpers import synthetic_law
 
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28
 A_TRUE, B_TRUE = BETA / (ALPHA + BETA), ALPHA / (ALPHA + BETA)
-G = (ALPHA * A / (BETA * B)) ** (1 / (ALPHA + BETA))
 SIZES = np.geomspace(1e7, 1e10, 13)
 BUDGETS = np.logspace(17, 21, 5)
 
 
 def law(N, D):
-  return E + A / N**ALPHA + B / D**BETA
+  return synthetic_law.loss(N, D, (E, A, B, ALPHA, BETA))
 
 
 def N_opt(C):
-  return G * (C / 6) ** A_TRUE
+  return synthetic_law.N_opt(C, (E, A, B, ALPHA, BETA))
 
 
 def sweep_with_curves(noise=0.0, seed=0, sizes=SIZES, budgets=BUDGETS):

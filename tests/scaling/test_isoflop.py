@@ -14,21 +14,21 @@ from chinchax.errors import UserError
 from chinchax.scaling.isoflop.fit import fit_isoflop, profile_loss
 from chinchax.scaling.isoflop.bootstrap import bootstrap_isoflop
 from chinchax.scaling.runs.table import budget_groups, make_runs
+from tests.helpers import synthetic_law
 
 # The Chinchilla fit (Hoffmann et al. 2022, eq. 10) as the known truth.
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28
 A_TRUE, B_TRUE = BETA / (ALPHA + BETA), ALPHA / (ALPHA + BETA)
-G = (ALPHA * A / (BETA * B)) ** (1 / (ALPHA + BETA))
 BUDGETS = np.logspace(17, 21, 5)
 
 
 def law(N, D):
-  return E + A / N**ALPHA + B / D**BETA
+  return synthetic_law.loss(N, D, (E, A, B, ALPHA, BETA))
 
 
 def N_opt(C):
   """argmin over N of law(N, C/6N), in closed form."""
-  return G * (C / 6) ** A_TRUE
+  return synthetic_law.N_opt(C, (E, A, B, ALPHA, BETA))
 
 
 def isoflop_runs(noise=0.0, seed=0, budgets=BUDGETS, offsets=None, spread=8.0, n=9):
