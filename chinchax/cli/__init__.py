@@ -70,16 +70,26 @@ def _run(name: str, rest: list[str]) -> int:
     print(f"\nchinchax {name}: interrupted; rerun the same command to resume", file=sys.stderr)
     return 130
   except BrokenPipeError:
-    # `chinchax plan | head`: the reader left; point stdout at devnull so the exit is quiet.
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
+    return _reader_left()
   except Exception:
     watch.on_error()  # another process of the job lost: named, and this one ended, from there
     raise
 
 
+def _reader_left() -> int:
+  """`chinchax ... | head`: the reader left. stdout is pointed at devnull so that the exit's
+  flush raises nothing, and the exit status is a shell's for SIGPIPE, 128 + 13."""
+  os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+  return 141
+
+
 def main() -> None:
-  sys.exit(run(sys.argv[1:]))
+  try:
+    rc = run(sys.argv[1:])
+    sys.stdout.flush()  # what --help or --version printed is written here, not at exit
+  except BrokenPipeError:
+    rc = _reader_left()
+  sys.exit(rc)
 
 
 if __name__ == "__main__":

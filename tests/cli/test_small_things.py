@@ -62,3 +62,19 @@ def test_report_says_what_its_wall_time_counts():
   text = "\n".join(report.runs_section(records))
   assert "| 12 |" in text and "a WSD branch: its cooldown" in text
   assert "does not add up to the sweep's time" in text
+
+
+@pytest.mark.parametrize("argv, rc", [
+    (["-h"], 141), (["--version"], 141), (["plan", "--preset=hoffmann2022", "--flops=1e21"], 141),
+    (["plan", "--help"], 0),  # argparse swallows the write's error itself: quiet, exit 0
+])
+def test_a_closed_pipe_ends_quietly(argv, rc):
+  """`chinchax -h | head -0`: the reader is gone before anything is written."""
+  import os, subprocess, sys  # pylint: disable=import-outside-toplevel,multiple-imports
+  read_end, write_end = os.pipe()
+  os.close(read_end)
+  p = subprocess.run([sys.executable, "-m", "chinchax.cli", *argv], stdout=write_end,
+                     stderr=subprocess.PIPE, text=True, timeout=120)
+  os.close(write_end)
+  assert p.returncode == rc, p.stderr
+  assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr
