@@ -22,6 +22,7 @@ from typing import Any
 from chinchax import atomic
 from chinchax.errors import UserError
 from chinchax import json_checks
+from chinchax.scaling.numerics import intervals
 
 SCHEMA = "chinchax/hparams/v1"
 TOP_KEYS = ("schema", "lr", "batch", "points", "conventions", "settings", "provenance",
@@ -98,8 +99,12 @@ def validate(doc: Any) -> dict:
   for k in ("conventions", "settings", "provenance"):
     if not isinstance(doc[k], dict):
       _fail(k, "not an object")
-  if "ci" in doc["settings"] and not 0 < _num(doc["settings"]["ci"], "settings.ci") < 1:
-    _fail("settings.ci", f"must be in (0, 1), got {doc['settings']['ci']}")
+  if "ci" in doc["settings"]:
+    try:
+      intervals.check_level(doc["settings"]["ci"], "settings.ci")
+    except UserError as e:  # the level's own words, then what the file should be
+      raise UserError(f"{e}; expected an hparams.json written by `chinchax fit-hparams`"
+                      ) from None
   return doc
 
 

@@ -18,6 +18,7 @@ from chinchax.scaling.hparams import file as hparams_file
 from chinchax.scaling.hparams import law as hparams_law
 from chinchax.scaling.hparams import local as hparams_local
 from chinchax.scaling.hparams import runs as hparams_runs
+from chinchax.scaling.numerics import intervals
 
 
 def _axis(a: hparams_local.Axis) -> dict:
@@ -39,8 +40,7 @@ def fit(inputs, *, lr_vars=("N", "D"), batch_vars=("D",), bootstrap: int = 1000,
         batch_window: int = hparams_local.BATCH_WINDOW,
         explode: float = hparams_local.EXPLODE, meta: dict | None = None) -> dict:
   """`inputs`: paths (CSV, runs.jsonl, workdir) or a list of `hparams_runs.Run`."""
-  if not 0 < ci < 1:
-    raise UserError(f"ci={ci} must be in (0, 1)")
+  ci = intervals.check_level(ci, "ci")
   if isinstance(inputs, (list, tuple)) and inputs and isinstance(inputs[0], hparams_runs.Run):
     runs, meta, names = list(inputs), meta or {}, []
   else:
@@ -63,6 +63,12 @@ def fit(inputs, *, lr_vars=("N", "D"), batch_vars=("D",), bootstrap: int = 1000,
       warnings += batch["warnings"]
     except UserError as e:
       warnings.append(f"no batch law: {e}")
+  not_trained = meta.get("not_trained") or []
+  if not_trained:
+    warnings.append(f"{len(not_trained)} run{'s' if len(not_trained) > 1 else ''} failed "
+                    "before training (a record without hparams) and "
+                    f"{'were' if len(not_trained) > 1 else 'was'} left out: "
+                    + ", ".join(not_trained[:5]) + (", ..." if len(not_trained) > 5 else ""))
   diverged = sum(f.diverged for f in fits)
   if diverged:
     warnings.append(f"{diverged} of {len(runs)} runs diverged (nan, failed or loss > "
@@ -87,11 +93,12 @@ def fit(inputs, *, lr_vars=("N", "D"), batch_vars=("D",), bootstrap: int = 1000,
 def fit_and_write(paths, out: str, *, plots: str | None = None, **kw) -> tuple[dict, list[str]]:
   """`fit(paths, **kw)` written to `out` (and its plots to the folder `plots`); returns (the
   document, the files written)."""
-  doc = fit(paths, **kw)
+  runs, meta = hparams_runs.read(paths)  # read once, for the fit and its plots
+  doc = fit(runs, meta=meta, **kw)
+  doc["provenance"]["inputs"] = [os.fspath(p) for p in paths]
   hparams_file.save(out, doc)
   written = [out]
   if plots:
     from chinchax.scaling.hparams import plots as hparams_plots  # pylint: disable=g-import-not-at-top
-    points = hparams_runs.points(hparams_runs.read(paths)[0])
-    written += hparams_plots.write_plots(points, doc, plots)
+    written += hparams_plots.write_plots(hparams_runs.points(runs), doc, plots)
   return doc, written

@@ -10,9 +10,9 @@ Intervals: a residual bootstrap within each point. Each replicate refits every p
 to its fitted losses plus its own residuals drawn with replacement (scaled by sqrt(n/(n-p)),
 the least-squares residuals being smaller than the noise), so that a replicate's optima move as
 much as the grid's noise moves them; the law is refitted to the replicate's optima; the
-interval of each exponent and coefficient is the percentile interval of the replicates. The
-replicates' (ln c, exponents) are kept (`draws`), so a prediction at any (N, D) gets its own
-interval. No jax here.
+interval of each exponent and coefficient is the percentile interval of the replicates
+(`scaling.numerics.intervals`). The replicates' (ln c, exponents) are kept (`draws`), so a
+prediction at any (N, D) gets its own interval. No jax here.
 """
 
 import math
@@ -21,6 +21,7 @@ import numpy as np
 
 from chinchax.errors import UserError
 from chinchax.scaling.hparams import local as hparams_local
+from chinchax.scaling.numerics import intervals
 
 VARS = {"N,D": ("N", "D"), "D,N": ("N", "D"), "N": ("N",), "D": ("D",), "C": ("C",)}
 
@@ -78,13 +79,11 @@ def fit(fits, which: str, vs, *, bootstrap: int, ci: float, rng) -> dict:
   # A replicate whose optimum ran off to e^±700 (a window with almost no curvature) is no
   # law a float can hold: dropped, and counted in `bootstrap.replicates`.
   draws = draws[np.all(np.isfinite(draws), axis=1) & (np.abs(draws[:, 0]) < 700)]
-  lo_q, hi_q = 50 * (1 - ci), 50 * (1 + ci)
-  names = ["coef"] + list(vs)
   ci_of = {}
   if len(draws):
     vals = np.column_stack([np.exp(draws[:, 0]), draws[:, 1:]])
-    for j, n in enumerate(names):
-      ci_of[n] = [float(np.percentile(vals[:, j], lo_q)), float(np.percentile(vals[:, j], hi_q))]
+    for j, n in enumerate(["coef"] + list(vs)):
+      ci_of[n] = intervals.interval(vals[:, j], ci)
   resid = y - X @ theta
   ranges = {v: [float(np.exp(X[:, 1 + i].min())), float(np.exp(X[:, 1 + i].max()))]
             for i, v in enumerate(vs)}
@@ -138,6 +137,4 @@ def predict(law: dict, values: dict, ci: float | None = None) -> tuple[float, li
   log_preds = log_preds[np.abs(log_preds) < 700]
   if not len(log_preds):
     return value, None
-  preds = np.exp(log_preds)
-  return value, [float(np.percentile(preds, 50 * (1 - level))),
-                 float(np.percentile(preds, 50 * (1 + level)))]
+  return value, intervals.interval(np.exp(log_preds), level)

@@ -1,19 +1,23 @@
 """The runs of an LR x batch grid, read for `chinchax fit-hparams`, and grouped into points.
 
-Inputs: a CSV with columns `N`, `D`, `lr`, `batch_tokens`, `loss` (optional `status`,
-`seq_len`), or chinchax's own runs.jsonl (or the sweep workdir holding it), whose records hold
-`N_total`, `D`, `eval_loss`, `hparams.peak_lr`, `hparams.batch_size` x `hparams.seq_len`.
-A loss that is empty, nan or inf, or a run whose status is `failed`, is a *diverged* run: kept
-(its LR bounds the optimum from above) but never averaged into a fit.
+Inputs: a CSV with columns `N`, `D` (or `C`), `lr`, `batch_tokens`, `loss` (optional `run`,
+`status`, `seq_len`), or chinchax's own runs.jsonl (or the sweep workdir holding it), whose
+records hold `N_total`, `D`, `eval_loss`, `hparams.peak_lr`, `hparams.batch_size` x
+`hparams.seq_len`. Both are read as `chinchax fit` reads them (scaling/runs/files.py): the
+runs.jsonl through scaling/runs/records.py (a damaged line refused, a later line of a name
+replacing an earlier one: a rerun counts once, as its last run), each record of the run schema
+and of status done or failed; a CSV with the same column checks, number parsing and names.
+What is this module's own: the lr and batch columns, and what a failed run is. A loss that is
+empty, nan or inf, or a run whose status is `failed` (the trainer's diverged run), is a
+*diverged* run: kept (its LR bounds the optimum from above) but never averaged into a fit. A
+failed record without hparams (a job that failed before it trained, sweeps/job.py) has no
+place in the grid: left out, and named (`meta["not_trained"]`).
 
 A point is one (N, D): runs of the same N whose D agree within `D_RTOL` (a batch that does not
 divide D rounds it a little differently per batch). No jax here.
 """
 
-import csv
 import dataclasses
-import io
-import json
 import math
 import os
 
@@ -21,9 +25,10 @@ import numpy as np
 
 from chinchax import atomic
 from chinchax.errors import UserError
+from chinchax.scaling.runs import files
 
 D_RTOL = 0.05
-CSV_COLUMNS = ("N", "D", "lr", "batch_tokens", "loss")
+CSV_COLUMNS = "N, D (or C), lr, batch_tokens, loss"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,72 +56,54 @@ class Point:
     return 6.0 * self.N * self.D
 
 
-def _float(where: str, field: str, value, positive: bool = True) -> float:
-  try:
-    x = float(value)
-  except (TypeError, ValueError, OverflowError):
-    raise UserError(f"{where}: {field} is not a number: {str(value)[:40]!r}") from None
-  if positive and not (math.isfinite(x) and x > 0):
-    raise UserError(f"{where}: {field} must be a positive finite number, got {value!r}")
-  return x
-
-
-def _loss(where: str, value, status: str = "") -> float:
-  if status == "failed" or value is None or (isinstance(value, str) and not value.strip()):
-    return math.nan
-  x = _float(where, "loss", value, positive=False)
-  return x if math.isfinite(x) else math.nan
-
-
-def _read(path: str) -> str:
-  try:
-    data = atomic.read_bytes(path)
-    text = None if data is None else data.decode("utf-8")
-  except (OSError, UnicodeDecodeError) as e:
-    raise UserError(f"{path}: cannot read: {e}") from None
-  if text is None:
-    raise UserError(f"{path}: not found; give a CSV, a runs.jsonl or a sweep workdir")
-  return text
+def _diverged(loss, status: str) -> bool:
+  """A run that failed, or whose loss is empty, nan or inf: its loss reads as nan."""
+  return status == "failed" or files.is_missing(loss) or files.is_diverged(loss)
 
 
 def read_csv(path: str) -> tuple[list[Run], dict]:
-  rows = list(csv.DictReader(io.StringIO(_read(path))))
-  header = set(rows[0]) if rows else set()
-  missing = [c for c in CSV_COLUMNS if c not in header]
-  if missing:
-    raise UserError(f"{path}: missing column{'s' if len(missing) > 1 else ''} "
-                    f"{', '.join(missing)}; an LR x batch CSV has {', '.join(CSV_COLUMNS)}")
-  runs, seq = [], set()
-  for i, r in enumerate(rows, 2):
-    where = f"{path}:{i}"
-    runs.append(Run(_float(where, "N", r["N"]), _float(where, "D", r["D"]),
-                    _float(where, "lr", r["lr"]), _float(where, "batch_tokens", r["batch_tokens"]),
-                    _loss(where, r["loss"], (r.get("status") or "").strip()), r.get("run", "")))
-    if r.get("seq_len"):
-      seq.add(int(_float(where, "seq_len", r["seq_len"])))
+  def check_header(header):
+    files.check_columns(path, header, "6ND", "")
+    missing = [c for c in ("lr", "batch_tokens") if c not in header]
+    if missing:
+      raise UserError(f"{path}: missing column{'s' if len(missing) > 1 else ''} "
+                      f"{', '.join(missing)}; an LR x batch CSV has {CSV_COLUMNS}")
+
+  runs, seq, base = [], set(), os.path.basename(path)
+  for line, raw in files.csv_table(path, check_header):
+    where, r, name, status = files.row(path, base, line, raw)
+    N = files.positive(where, "N", r["N"])
+    D, _ = files.tokens_and_flops(where, r, N)
+    runs.append(Run(N, D, files.positive(where, "lr", r["lr"]),
+                    files.positive(where, "batch_tokens", r["batch_tokens"]),
+                    math.nan if _diverged(r["loss"], status) else files.loss(where, r["loss"]),
+                    name))
+    if not files.is_missing(r.get("seq_len")):
+      seq.add(int(files.positive(where, "seq_len", r["seq_len"])))
+  files.check_names(path, [r.name for r in runs])
   return runs, {"seq_len": sorted(seq) or None}
 
 
 def read_jsonl(path: str) -> tuple[list[Run], dict]:
-  runs, meta = [], {"seq_len": set(), "schedule": set(), "optimizer": set()}
-  for i, line in enumerate(_read(path).splitlines(), 1):
-    if not line.strip():
-      continue
-    where = f"{path}:{i}"
-    try:
-      r = json.loads(line)
-    except (json.JSONDecodeError, RecursionError, ValueError) as e:
-      raise UserError(f"{where}: not valid JSON ({getattr(e, 'msg', e)})") from None
-    h = r.get("hparams") if isinstance(r, dict) else None
+  runs = []
+  meta = {"seq_len": set(), "schedule": set(), "optimizer": set(), "not_trained": set()}
+  for where, r in files.run_records(path):
+    where = f"{where} ({r['name']})"
+    h = r.get("hparams")
     if not isinstance(h, dict) or "peak_lr" not in h:
+      if r["status"] == "failed":  # failed before it trained: no LR, no batch
+        meta["not_trained"].add(r["name"])
+        continue
       raise UserError(f"{where}: a run record without hparams.peak_lr; fit-hparams reads "
-                      "chinchax's runs.jsonl or a CSV with " + ", ".join(CSV_COLUMNS))
-    seq_len = _float(where, "hparams.seq_len", h.get("seq_len"))
-    runs.append(Run(_float(where, "N_total", r.get("N_total")), _float(where, "D", r.get("D")),
-                    _float(where, "hparams.peak_lr", h["peak_lr"]),
-                    _float(where, "hparams.batch_size", h.get("batch_size")) * seq_len,
-                    _loss(where, r.get("eval_loss"), str(r.get("status", ""))),
-                    str(r.get("name", ""))))
+                      f"chinchax's runs.jsonl or a CSV with {CSV_COLUMNS}")
+    seq_len = files.positive(where, "hparams.seq_len", h.get("seq_len"))
+    loss = r.get("eval_loss")
+    runs.append(Run(files.positive(where, "N_total", r.get("N_total")),
+                    files.positive(where, "D", r.get("D")),
+                    files.positive(where, "hparams.peak_lr", h["peak_lr"]),
+                    files.positive(where, "hparams.batch_size", h.get("batch_size")) * seq_len,
+                    math.nan if _diverged(loss, r["status"])
+                    else files.positive(where, "eval_loss", loss), r["name"]))
     meta["seq_len"].add(int(seq_len))
     meta["schedule"].add(str(r.get("schedule") or h.get("schedule") or ""))
     meta["optimizer"].add("adamw " + ", ".join(

@@ -1,7 +1,10 @@
 """The run files: a sweep's `runs.jsonl` records (and each run's `metrics.jsonl` curve) and a
 CSV of runs, read into one row dict per run (scaling.runs.table explains the fields and rules).
 
-Every bad value is a UserError naming its file, line and field.
+Every bad value is a UserError naming its file, line and field. `chinchax fit-hparams`
+(scaling.hparams.runs) reads its runs.jsonl and CSVs through the same pieces (`run_records`,
+`csv_table`, `row`, `tokens_and_flops`, `positive`, `loss`, `check_names`), adding its own
+columns and keeping a failed or diverged run as diverged.
 """
 
 import csv
@@ -32,7 +35,7 @@ class Curve:
 
 
 
-def _positive(where: str, field: str, value: Any) -> float:
+def positive(where: str, field: str, value: Any) -> float:
   try:
     x = float(value)
   except (TypeError, ValueError, OverflowError):
@@ -78,8 +81,10 @@ def _text(path: str, encoding: str = "utf-8", what: str = "") -> str:
   return text
 
 
-def read_records(path: str, workdir: str, params: str, flops: str):
-  """The fit's rows and curves of a runs.jsonl (read by scaling/runs/records.py), each field checked."""
+def run_records(path: str) -> list[tuple[str, dict]]:
+  """(path:line, record) of each run of a runs.jsonl, read by scaling/runs/records.py (a
+  damaged line refused, a later line of a name replacing an earlier one), each of schema
+  RUN_SCHEMA and status done or failed; a file with no runs is refused."""
   latest = records.read_runs(path)
   for where, rec in latest:
     if rec.get("schema") != RUN_SCHEMA:
@@ -90,13 +95,19 @@ def read_records(path: str, workdir: str, params: str, flops: str):
                       "'failed'")
   if not latest:
     raise UserError(f"{path}: no runs in it")
+  return latest
+
+
+def read_records(path: str, workdir: str, params: str, flops: str):
+  """The fit's rows and curves of a runs.jsonl (`run_records`), each field checked."""
+  latest = run_records(path)
   rows, curves, failed = [], [], 0
   for where, rec in latest:
     if rec["status"] == "failed":
       failed += 1
       continue
     n_key = "N_total" if params == "total" else "N_non_embedding"
-    get = lambda k: _positive(f"{where} ({rec['name']})", k, rec.get(k))
+    get = lambda k: positive(f"{where} ({rec['name']})", k, rec.get(k))
     N, D, loss = get(n_key), get("D"), get("eval_loss")
     C = 6.0 * N * D if flops == "6ND" else get("flops_chinchilla")
     budget = math.nan if rec.get("budget") is None else get("budget")
@@ -122,14 +133,22 @@ def read_curve(path: str, name: str, N: float, flops_per_token: float) -> Curve:
       continue
     if m.get("tokens") == 0:
       continue  # the step-0 eval has no C on a log axis
-    tokens = _positive(where, "tokens", m.get("tokens"))
-    by_tokens[tokens] = _positive(where, "eval_loss", m["eval_loss"])  # a resume's redo wins
+    tokens = positive(where, "tokens", m.get("tokens"))
+    by_tokens[tokens] = positive(where, "eval_loss", m["eval_loss"])  # a resume's redo wins
   D = np.array(sorted(by_tokens), np.float64)
   loss = np.array([by_tokens[t] for t in sorted(by_tokens)], np.float64)
   return Curve(name, N, D, flops_per_token * D, loss)
 
 
 def read_csv(path: str, flops: str):
+  rows = csv_table(path, lambda header: check_columns(path, header, flops,
+                                                      "--flops=chinchilla"))
+  return table_rows(path, os.path.basename(path), rows)
+
+
+def csv_table(path: str, check_header) -> list[tuple[int, dict]]:
+  """(line, {column: text}) of each non-blank row of a CSV of runs, one value per column;
+  `check_header(header)` checks the columns before a CSV without rows is refused."""
   text = _text(path, encoding="utf-8-sig", what=" as CSV")  # -sig: a spreadsheet's BOM
   try:
     reader = csv.reader(io.StringIO(text, newline=""))
@@ -149,20 +168,20 @@ def read_csv(path: str, flops: str):
   if repeated:
     raise UserError(f"{path}: column {_short(repeated[0])} appears more than once in the header; "
                     "keep one")
-  records = []
-  for line, row in table[1:]:
-    if len(row) != len(header):
-      kind = "short" if len(row) < len(header) else "long"
-      raise UserError(f"{path}:{line}: {len(row)} values for the {len(header)} columns "
+  rows = []
+  for line, cells in table[1:]:
+    if len(cells) != len(header):
+      kind = "short" if len(cells) < len(header) else "long"
+      raise UserError(f"{path}:{line}: {len(cells)} values for the {len(header)} columns "
                       f"{_columns(header)} (a {kind} row); give one value per column")
-    records.append((line, dict(zip(header, row))))
-  check_columns(path, header, flops, "--flops=chinchilla")
-  if not records:
+    rows.append((line, dict(zip(header, cells))))
+  check_header(header)
+  if not rows:
     raise UserError(f"{path}: no rows")
-  return table_rows(path, os.path.basename(path), records)
+  return rows
 
 
-def _missing(value: Any) -> bool:
+def is_missing(value: Any) -> bool:
   """An empty cell: a CSV's blank, or a DataFrame's None/NaN (how pandas shows a blank)."""
   if value is None:
     return True
@@ -174,12 +193,48 @@ def _missing(value: Any) -> bool:
     return False
 
 
-def _diverged(value: Any) -> bool:
+def is_diverged(value: Any) -> bool:
   """A loss of nan or inf: the run diverged (data about the run, not a typo)."""
   try:
     return not math.isfinite(float(value))
   except (TypeError, ValueError, OverflowError):
     return False
+
+
+def row(path: str, base: str, line: int, raw: dict) -> tuple[str, dict, str, str]:
+  """(where, the row's values stripped, its name, its status) of one row of a table of runs:
+  the name is the `run` (else `name`) column's, else `base`:line; the status is "" when
+  the row has none."""
+  r = {k: (v.strip() if isinstance(v, str) else v) for k, v in raw.items()}
+  name = r.get("run") if not is_missing(r.get("run")) else r.get("name")
+  name = str(name) if not is_missing(name) else f"{base}:{line}"
+  status = "" if is_missing(r.get("status")) else str(r["status"])
+  return f"{path}:{line}", r, name, status
+
+
+def tokens_and_flops(where: str, r: dict, N: float) -> tuple[float, float]:
+  """(D, C) of a row that gives D or C (or both): a missing D is C/(6N), a missing C 6·N·D."""
+  D = None if is_missing(r.get("D")) else positive(where, "D", r["D"])
+  C = None if is_missing(r.get("C")) else positive(where, "C", r["C"])
+  if D is None and C is None:
+    raise UserError(f"{where}: neither D nor C is given")
+  D = C / (6.0 * N) if D is None else D
+  C = 6.0 * N * D if C is None else C
+  return D, C
+
+
+def loss(where: str, value: Any) -> float:
+  """A finished run's loss: a positive number (a run that failed says so in its status)."""
+  try:
+    return positive(where, "loss", value)
+  except UserError as e:
+    raise UserError(f"{e}; a run that failed is kept out with a status column "
+                    "(status=failed)") from None
+
+
+def check_names(path: str, names: list[str]) -> None:
+  if len(set(names)) < len(names):
+    raise UserError(f"{path}: the 'run' column repeats a name; give each row its own")
 
 
 def table_rows(path: str, base: str, records):
@@ -188,34 +243,19 @@ def table_rows(path: str, base: str, records):
   names the rows whose loss is nan or inf, both kept out of the fit."""
   rows, failed, diverged = [], 0, []
   for line, raw in records:
-    r = {k: (v.strip() if isinstance(v, str) else v) for k, v in raw.items()}
-    where = f"{path}:{line}"
-    name = r.get("run") if not _missing(r.get("run")) else r.get("name")
-    name = str(name) if not _missing(name) else f"{base}:{line}"
-    status = "" if _missing(r.get("status")) else str(r["status"])
+    where, r, name, status = row(path, base, line, raw)
     if status == "failed":
       failed += 1
       continue
-    if _diverged(r["loss"]):
+    if is_diverged(r["loss"]):
       diverged.append(name)
       continue
-    N = _positive(where, "N", r["N"])
-    try:
-      loss = _positive(where, "loss", r["loss"])
-    except UserError as e:
-      raise UserError(f"{e}; a run that failed is kept out with a status column "
-                      "(status=failed)") from None
-    D = None if _missing(r.get("D")) else _positive(where, "D", r["D"])
-    C = None if _missing(r.get("C")) else _positive(where, "C", r["C"])
-    if D is None and C is None:
-      raise UserError(f"{where}: neither D nor C is given")
-    D = C / (6.0 * N) if D is None else D
-    C = 6.0 * N * D if C is None else C
-    budget = math.nan if _missing(r.get("budget")) else _positive(where, "budget", r["budget"])
-    U = math.nan if _missing(r.get("U")) else _positive(where, "U", r["U"])
-    rows.append(dict(name=name, N=N, D=D, C=C, loss=loss, budget=budget, U=U,
-                     schedule="cosine" if _missing(r.get("schedule")) else str(r["schedule"]),
-                     status=status))
-  if len({r["name"] for r in rows}) < len(rows):
-    raise UserError(f"{path}: the 'run' column repeats a name; give each row its own")
+    N = positive(where, "N", r["N"])
+    L = loss(where, r["loss"])
+    D, C = tokens_and_flops(where, r, N)
+    optional = lambda k: math.nan if is_missing(r.get(k)) else positive(where, k, r[k])
+    schedule = "cosine" if is_missing(r.get("schedule")) else str(r["schedule"])
+    rows.append(dict(name=name, N=N, D=D, C=C, loss=L, budget=optional("budget"),
+                     U=optional("U"), schedule=schedule, status=status))
+  check_names(path, [r["name"] for r in rows])
   return rows, failed, diverged
