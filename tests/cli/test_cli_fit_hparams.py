@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from chinchax.scaling.hparams import file as hparams_file
-from chinchax.scaling.hparams import law as hparams_law
 from chinchax import cli
 from tests.scaling import hparams_synthetic as S
 
@@ -80,10 +79,20 @@ def test_plan_prints_lr_and_batch_with_intervals(grid_csv, tmp_path, capsys):
                   "--json"]) == 0
   plan = json.loads(capsys.readouterr().out)
   N, D = plan["optimum"]["N"], plan["optimum"]["D"]
-  doc = hparams_file.load(out)
+  doc = json.loads(out.read_text())
+  assert doc["lr"]["vars"] == ["N", "D"] and doc["batch"]["vars"] == ["D"]
   for which, truth in (("lr", S.lr_opt(N, D)), ("batch", S.batch_opt(D))):
-    h = plan["hparams"][which]
-    assert h["value"] == pytest.approx(hparams_law.predict(doc[which], {"N": N, "D": D})[0])
+    law, h = doc[which], plan["hparams"][which]
+    # c·N^p·D^q (the batch law: c·D^q) from the file's numbers, and the 5th-95th
+    # percentiles of the same over its bootstrap rows [ln c, exponents...].
+    x = np.array([1.0] + [math.log({"N": N, "D": D}[v]) for v in law["vars"]])
+    want = law["coef"] * math.prod({"N": N, "D": D}[v]**law["exponents"][v]
+                                   for v in law["vars"])
+    assert h["value"] == pytest.approx(want, rel=1e-12)
+    draws = np.array(law["draws"], np.float64)
+    assert draws.shape == (200, len(x))
+    assert h["ci"] == pytest.approx(np.percentile(np.exp(draws @ x), [5, 95]).tolist(),
+                                    rel=1e-12)
     lo, hi = h["ci"]
     assert lo < h["value"] < hi and abs(math.log(h["value"] / truth)) < 0.1
   assert cli.run(["plan", "--preset=hoffmann2022", "--flops=1e19", f"--hparams={out}"]) == 0

@@ -71,22 +71,59 @@ def test_approach_2_is_right_on_the_undertraining_truth():
   assert abs(np.mean(a) - a_true) < 0.01 and max(np.abs(np.array(a) - a_true)) < 0.03, a
 
 
+# Approach 3's lack-of-fit warning on each sweep below (seed 3), and the cause it must name.
+# The causes follow from how the sweeps are made: 2 diverged runs 0.5-2 nats off dominate a
+# smooth law's residuals wherever they are added; the undertraining truth's extra term is a
+# few nats at D/N ~ 0.05, larger still; Kaplan's law (no irreducible term) departs from
+# E + A/N^alpha + B/D^beta most at its smallest D/N. That the cooldown and broken-exponent
+# truths without diverged runs pass the check (residuals under 3x the noise: 2.4x and 1.6x)
+# is this seed's outcome, pinned here.
+_FEW_RUNS = "a few runs far off the rest (diverged, or a broken record?)"
+_UNDERTRAINED = "badly undertrained runs (D/N < 1, "
+_APPROACH_3_MISFIT = {("broken", 2): _FEW_RUNS, ("constant_lr", 2): _FEW_RUNS,
+                      ("kaplan", 2): _FEW_RUNS, ("undertrained", 2): _UNDERTRAINED,
+                      ("broken", 0): None, ("constant_lr", 0): None,
+                      ("kaplan", 0): _UNDERTRAINED, ("undertrained", 0): _UNDERTRAINED}
+_MISFIT = "the law E + A/N^alpha + B/D^beta does not fit these runs: its residuals"
+
+
 # As specified (heavy-tailed noise, 2 diverged runs), and without the diverged runs.
-@pytest.mark.parametrize("diverged, method", [(2, "auto"), (0, "auto")])
+@pytest.mark.parametrize("diverged", [2, 0])
 @pytest.mark.parametrize("name", sorted(truths.TRUTHS))
-def test_every_approach_holds_the_truth_or_warns_that_it_does_not_fit(name, diverged, method):
+def test_every_interval_holds_the_truth_and_a_misfit_is_said(name, diverged):
+  """Every approach's 90% interval holds the true a (truths.a_true: the truth's loss minimised
+  along each budget's IsoFLOP curve, no estimator involved), with no excuse: on this seed
+  every interval holds it, Approach 3's included where its model does not fit, so a warning
+  excuses no miss. Approach 3 says it does not fit exactly where the sweep's construction
+  says it cannot (_APPROACH_3_MISFIT), with the cause the sweep put there: its diverged runs
+  (counted), or its undertrained runs (counted here from the sweep's N and D)."""
   t = truths.TRUTHS[name]
   a_true = t.a()
-  law = chinchax.fit(_arrays(truths.sweep(t, seed=3, n_diverged=diverged)), bootstrap=60,
-                     approach2_method=method)
-  assert "2" in law.approaches and "3" in law.approaches
+  runs = truths.sweep(t, seed=3, n_diverged=diverged)
+  law = chinchax.fit(_arrays(runs), bootstrap=60)
+  assert sorted(law.approaches) == ["2", "3"]
   for k, entry in law.approaches.items():
     lo, hi = entry["ci"]["a"]
-    assert lo <= entry["a"] <= hi
-    warned = any("does not fit these runs" in w for w in entry["warnings"])
-    assert lo <= a_true <= hi or warned, (k, entry["a"], (lo, hi), a_true)
-  lo, hi = law.approaches["2"]["ci"]["a"]  # Approach 2 holds it, warning or not
-  assert lo <= a_true <= hi, (law.approaches["2"]["a"], (lo, hi), a_true)
+    assert lo <= a_true <= hi, (k, entry["a"], (lo, hi), a_true, entry["warnings"])
+  said = [w for w in law.approaches["3"]["warnings"] if "does not fit these runs" in w]
+  cause = _APPROACH_3_MISFIT[name, diverged]
+  lof = law.approaches["3"]["lack_of_fit"]
+  if cause is None:
+    assert said == [] and lof["fits"] is True and lof["ratio"] < 3, (said, lof)
+  else:
+    assert len(said) == 1, law.approaches["3"]["warnings"]
+    w = said[0]
+    assert w.startswith(_MISFIT) and cause in w and "above 3x is a lack of fit" in w, w
+    assert lof["fits"] is False and lof["ratio"] > 3, lof
+    if cause == _FEW_RUNS:
+      assert f"; {diverged} runs carry " in w, w
+    else:
+      n_under = int(np.sum(runs.D < runs.N))
+      assert f"{_UNDERTRAINED}{n_under} of {len(runs.N)})" in w, (w, n_under)
+  # Approach 2's default reads the local estimate on these sweeps: its model is no profile
+  # shape, and nothing says it does not fit.
+  assert law.approaches["2"]["method"] == "local"
+  assert not any("does not fit these runs" in w for w in law.approaches["2"]["warnings"])
 
 
 def test_a_model_of_the_right_family_passes_the_lack_of_fit_check():

@@ -1,17 +1,19 @@
 """`chinchax forecast` and its scoring: the record a law writes before a run, scored by a
 sweep that names it (report.md), by `--score`, and refused when it cannot be."""
 
+import base64
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 import pytest
 
 from chinchax.scaling.plan import forecast as forecast_lib
 from chinchax.scaling.law import artifact as law_lib
-from chinchax.scaling.numerics import optimum as opt
 from chinchax import cli
 from chinchax.sweeps.train import loop
 from tests.helpers.sweep_helper import TRUTH, synthetic_argv, synthetic_train
@@ -19,13 +21,52 @@ from tests.helpers.sweep_helper import TRUTH, synthetic_argv, synthetic_train
 THETA = [TRUTH[k] for k in ("E", "A", "B", "alpha", "beta")]
 
 
-def _law_file(tmp_path, samples=True) -> str:
+def _draws():
   rng = np.random.default_rng(0)
-  draws = np.array(THETA) * (1 + 0.002 * rng.standard_normal((200, 5))) if samples else None
+  return np.array(THETA) * (1 + 0.002 * rng.standard_normal((200, 5)))
+
+
+def _law_file(tmp_path, samples=True) -> str:
   path = tmp_path / "law.json"
-  law_lib.save_law(path, law_lib.build_law(**TRUTH, samples=draws, N=[1e4, 2e5],
-                                           D=[1e6, 1e8], C=[1e12, 1e13]))
+  law_lib.save_law(path, law_lib.build_law(**TRUTH, samples=_draws() if samples else None,
+                                           N=[1e4, 2e5], D=[1e6, 1e8], C=[1e12, 1e13]))
   return str(path)
+
+
+# Closed forms in float64, written out here (Hoffmann et al. 2022, App. D.2), not the code's.
+def _loss(N, D, theta):
+  E, A, B, alpha, beta = np.moveaxis(np.asarray(theta, np.float64), -1, 0)
+  return E + A / np.float64(N)**alpha + B / np.float64(D)**beta
+
+
+def _optimum(C, theta):
+  """(N*, D*, L*) at budget C: N* = G·(C/6)^(β/(α+β)), D* = (C/6)^(α/(α+β))/G,
+  G = (αA/(βB))^(1/(α+β))."""
+  E, A, B, alpha, beta = np.moveaxis(np.asarray(theta, np.float64), -1, 0)
+  G = (alpha * A / (beta * B))**(1.0 / (alpha + beta))
+  N = G * (np.float64(C) / 6.0)**(beta / (alpha + beta))
+  D = (np.float64(C) / 6.0)**(alpha / (alpha + beta)) / G
+  return N, D, E + A / N**alpha + B / D**beta
+
+
+def _rounded_draws():
+  """The draws as law.json stores them: each to 7 significant digits (scaling.law.build)."""
+  return np.array([[float(f"{x:.7g}") for x in row] for row in _draws()])
+
+
+def _sha256_of_law_file(path) -> str:
+  """What forecast.law_hash says it hashes, rebuilt from the file by hand: the law's JSON
+  with bootstrap.samples as the rows the packed string holds (base64, zlib, one
+  comma-separated row per line), keys sorted, no spaces."""
+  with open(path) as f:
+    doc = json.load(f)
+  boot = dict(doc["bootstrap"])
+  text = zlib.decompress(base64.b64decode(boot.pop("samples_zlib"))).decode("ascii")
+  del boot["samples_encoding"]
+  boot["samples"] = [[float(x) for x in line.split(",")] for line in text.splitlines() if line]
+  doc["bootstrap"] = boot
+  return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+                        ).hexdigest()
 
 
 def test_forecast_record_of_a_budget_and_of_a_model(tmp_path, capsys):
@@ -33,14 +74,28 @@ def test_forecast_record_of_a_budget_and_of_a_model(tmp_path, capsys):
   out = tmp_path / "f.json"
   assert cli.run(["forecast", f"--law={law}", "--flops=1e14", f"--out={out}"]) == 0
   rec = json.loads(out.read_text())
-  N, D = opt.optimum(1e14, THETA)
-  assert rec["what"] == "compute-optimal"
-  assert rec["N"] == pytest.approx(float(N)) and rec["D"] == pytest.approx(float(D))
-  assert rec["loss"] == pytest.approx(float(opt.loss(N, D, THETA)), rel=1e-12)
-  samples = np.array(law_lib.load_law(law)["bootstrap"]["samples"])
-  assert rec["loss_ci"] == pytest.approx(
-      np.quantile(opt.optimal_loss(1e14, samples), [0.05, 0.95]).tolist())
-  assert rec["law"]["sha256"] == forecast_lib.law_hash(law_lib.ScalingLaw.load(law))
+  N, D, L = _optimum(1e14, THETA)
+  assert rec["what"] == "compute-optimal" and rec["C"] == 1e14
+  assert rec["N"] == pytest.approx(N, rel=1e-9) and rec["D"] == pytest.approx(D, rel=1e-9)
+  assert rec["N"] * rec["D"] == pytest.approx(1e14 / 6, rel=1e-9)
+  assert rec["loss"] == pytest.approx(L, rel=1e-12)
+  # The 5th and 95th percentiles (numpy's linear interpolation) of L* over the stored draws.
+  want = np.quantile(_optimum(1e14, _rounded_draws())[2], [0.05, 0.95])
+  assert rec["loss_ci"] == pytest.approx(want.tolist(), rel=1e-9)
+  assert rec["loss_ci"][0] < rec["loss"] < rec["loss_ci"][1]
+  sha = _sha256_of_law_file(law)
+  assert rec["law"]["sha256"] == sha and len(sha) == 64
+  # Reformatted (indented, keys reordered) the file keeps its hash; one number changed, not.
+  with open(law) as f:
+    doc = json.load(f)
+  moved = tmp_path / "moved.json"
+  moved.write_text(json.dumps(dict(reversed(list(doc.items()))), indent=2))
+  assert cli.run(["forecast", f"--law={moved}", "--flops=1e14", f"--out={out}"]) == 0
+  assert json.loads(out.read_text())["law"]["sha256"] == sha
+  doc["law"]["E"] = 1.7
+  moved.write_text(json.dumps(doc))
+  assert cli.run(["forecast", f"--law={moved}", "--flops=1e14", f"--out={out}"]) == 0
+  assert json.loads(out.read_text())["law"]["sha256"] == _sha256_of_law_file(moved) != sha
   assert any("extrapolates" in w for w in rec["warnings"])  # 10x past the fitted 1e13
   printed = capsys.readouterr().out
   assert f"loss {rec['loss']:.4f} [" in printed and f"wrote {out}" in printed
@@ -49,7 +104,9 @@ def test_forecast_record_of_a_budget_and_of_a_model(tmp_path, capsys):
                   f"--out={out}"]) == 0
   rec = json.loads(out.read_text())
   assert rec["what"] == "given N and D" and rec["C"] == pytest.approx(6 * 1e5 * 2e7)
-  assert rec["loss"] == pytest.approx(float(opt.loss(1e5, 2e7, THETA)))
+  assert rec["loss"] == pytest.approx(_loss(1e5, 2e7, THETA), rel=1e-12)
+  want = np.quantile(_loss(1e5, 2e7, _rounded_draws()), [0.05, 0.95])
+  assert rec["loss_ci"] == pytest.approx(want.tolist(), rel=1e-9)
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -89,27 +146,44 @@ def test_score_matches_the_run_and_says_inside_or_not():
 
 
 def test_a_sweep_scores_its_forecast_in_report_md(tmp_path, monkeypatch, capsys):
+  """The synthetic sweep's top budget (1e13) has sizes 9.09e4 .. 9.03e5; the law's N* there
+  is 4.45e5, no size within 10% of it (5.08e5 is 14% off), so the forecast is scored against
+  that budget's lowest loss: its runs' losses are the law itself (synthetic_train), lowest at
+  5.08e5. Every number of the expected text is checked against the closed forms here."""
   monkeypatch.setattr(loop, "train", synthetic_train)
   f = tmp_path / "forecast.json"
-  assert cli.run(["forecast", f"--law={_law_file(tmp_path)}", "--flops=1e13",
-                  f"--out={f}"]) == 0
+  law = _law_file(tmp_path)
+  assert cli.run(["forecast", f"--law={law}", "--flops=1e13", f"--out={f}"]) == 0
   wd = tmp_path / "sweep"
   assert cli.run(["sweep", *synthetic_argv(wd), f"--config.forecast={f}"]) == 0
   score = json.loads((wd / "forecast_score.json").read_text())
-  rec = json.loads(f.read_text())
-  lines = [json.loads(l) for l in (wd / "runs.jsonl").read_text().splitlines()]
-  top = [l for l in lines if l["budget"] == 1e13 and l["status"] == "done"]
-  near = [l for l in top if abs(np.log(l["N_total"] / rec["N"])) <= np.log(1.1)
-          and abs(np.log(l["D"] / rec["D"])) <= np.log(1.1)]
-  expected = near[0] if near else min(top, key=lambda l: l["eval_loss"])
-  assert score["status"] == "scored" and score["run"] == expected["name"]
-  assert score["actual"] == expected["eval_loss"] and score["forecast"] == rec["loss"]
-  lo, hi = rec["loss_ci"]
-  assert score["inside"] == (lo <= expected["eval_loss"] <= hi)
-  line = forecast_lib.score_line(score)
+  top = {l["name"]: l for l in map(json.loads, (wd / "runs.jsonl").read_text().splitlines())
+         if l["budget"] == 1e13 and l["status"] == "done"}
+  assert sorted(top) == ["C1e13-N1.61e5", "C1e13-N2.89e5", "C1e13-N5.08e5", "C1e13-N9.03e5",
+                         "C1e13-N9.09e4"]
+  N_star, D_star, L_star = _optimum(1e13, THETA)
+  assert not any(abs(np.log(r["N_total"] / N_star)) <= np.log(1.1) for r in top.values())
+  truth = {k: _loss(r["N_total"], r["D"], THETA) for k, r in top.items()}
+  assert min(truth, key=truth.get) == "C1e13-N5.08e5"
+  lo, hi = np.quantile(_optimum(1e13, _rounded_draws())[2], [0.05, 0.95])
+  # The expected text, by hand; then its numbers against the closed forms.
+  line = ("forecast 12.4996 [12.38, 12.62] at C = 1e13, actual 12.5094 (+0.08%; "
+          "C1e13-N5.08e5, the lowest loss at the forecast's budget): inside its 90% interval")
+  assert abs(L_star - 12.4996) < 5e-5 and abs(truth["C1e13-N5.08e5"] - 12.5094) < 5e-5
+  assert abs(100 * (truth["C1e13-N5.08e5"] / L_star - 1) - 0.08) < 0.005
+  assert abs(lo - 12.38) < 0.005 and abs(hi - 12.62) < 0.005 and lo < 12.5094 < hi
+  assert score["status"] == "scored" and score["run"] == "C1e13-N5.08e5"
+  assert score["actual"] == pytest.approx(truth["C1e13-N5.08e5"], rel=1e-12)
+  assert score["forecast"] == pytest.approx(L_star, rel=1e-12) and score["inside"] is True
   assert line in capsys.readouterr().out
   report = (wd / "report.md").read_text()
-  assert "## Forecast" in report and line in report
+  assert f"## Forecast\n\n{line}\n" in report
+  assert abs(N_star - 4.45e5) < 5e2 and abs(D_star - 3.75e6) < 5e3
+  assert "| forecast | 1e+13 | 4.45e+05 | 3.75e+06 | 12.4996 [12.3829, 12.6243] |" in report
+  assert abs(lo - 12.3829) < 5e-5 and abs(hi - 12.6243) < 5e-5
+  assert "| actual (C1e13-N5.08e5) |  | 5.08e+05 | 3.28e+06 | 12.5094 |" in report
+  assert (top["C1e13-N5.08e5"]["N_total"], top["C1e13-N5.08e5"]["D"]) == (507888, 3.28e6)
+  assert f"law sha256 {_sha256_of_law_file(law)[:12]}..." in report
 
 
 def test_a_sweep_refuses_a_missing_forecast_before_training(tmp_path, monkeypatch, capsys):

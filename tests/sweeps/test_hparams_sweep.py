@@ -9,7 +9,6 @@ import pytest
 
 from chinchax.scaling.hparams import file as hparams_file
 from chinchax.scaling.hparams import fit as hparams_fit
-from chinchax.scaling.hparams import law as hparams_law
 from chinchax import cli
 from chinchax.sweeps import grid, recipe as recipe_lib
 from chinchax.sweeps.configs import hparams_smoke, tiny
@@ -114,17 +113,36 @@ def _law_file(tmp_path) -> str:
   return path
 
 
+def _power_law(path: str, which: str):
+  """(c, {v: e}) of hparams.json's `which` law, read from the file's JSON as written."""
+  with open(path) as f:
+    law = json.load(f)[which]
+  return float(law["coef"]), {v: float(e) for v, e in law["exponents"].items()}
+
+
 def test_law_rules_give_each_cell_the_laws_values(tmp_path, capsys):
+  """Each cell's peak LR is c·N^p·D^q of the file's LR law at its N and realised D, and its
+  batch the file's B* = c·D^q tokens at its target D (C/6N, from which the steps are then
+  counted) in whole sequences, capped to keep min_steps steps: both computed here from the
+  file's numbers."""
   path = _law_file(tmp_path)
   c = tiny.get_config()
   c.recipe.lr_rule = c.recipe.batch_rule = f"law:{path}"
   cells, _ = grid.make_grid(c)
-  doc = hparams_file.load(path)
+  c_lr, e_lr = _power_law(path, "lr")
+  c_b, e_b = _power_law(path, "batch")
+  assert sorted(e_lr) == ["D", "N"] and list(e_b) == ["D"]
+  k, min_steps = c.recipe.batch_multiple, c.min_steps
+  assert len(cells) == 6
   for x in cells:
-    want = hparams_law.predict(doc["lr"], {"N": x.N, "D": x.D, "C": 6 * x.N * x.D})[0]
-    assert x.peak_lr == pytest.approx(want, rel=1e-9)
-    B = hparams_law.predict(doc["batch"], {"N": x.N, "D": x.D, "C": 6 * x.N * x.D})[0]
-    assert abs(x.batch_size - B / x.seq_len) <= 0.5 + 1e-9 or x.batch_size == 1
+    assert x.isoflop and x.flops == "6ND"
+    want = c_lr * float(x.N)**e_lr["N"] * x.D**e_lr["D"]
+    assert x.peak_lr == pytest.approx(want, rel=1e-12)
+    D_target = x.budget / (6.0 * x.N)
+    seqs = c_b * D_target**e_b["D"] / x.seq_len  # B* in sequences: 10-17 on this grid
+    cap = k * math.floor(D_target / (min_steps * x.seq_len) / k)
+    assert 5 < seqs < cap  # neither the floor of one multiple nor the cap decides here
+    assert x.batch_size == k * round(seqs / k), (x.name, x.batch_size, seqs)
   assert cli.run(["sweep", "--config=tiny", f"--config.recipe.lr_rule=law:{path}",
                   f"--config.recipe.batch_rule=law:{path}", "--dry-run"]) == 0
   out = capsys.readouterr().out
@@ -150,14 +168,13 @@ def test_a_sweep_with_lr_from_a_law_trains_end_to_end(tmp_path):
   # test_executors); the point here is the cells' LR.
   assert cli.run(["sweep", *sweep_helper.argv(wd, f"--config.recipe.lr_rule=law:{path}",
                                               "--quiet")]) == 1
-  doc = hparams_file.load(path)
+  c_lr, e_lr = _power_law(path, "lr")
   results = sweep_helper.results(str(wd))
   assert len(results) == 2
   for r in results.values():
     assert r["status"] == "done" and math.isfinite(r["eval_loss"])
-    values = {"N": r["N_total"], "D": r["D"], "C": 6 * r["N_total"] * r["D"]}
-    assert r["hparams"]["peak_lr"] == pytest.approx(
-        hparams_law.predict(doc["lr"], values)[0], rel=1e-3)
+    want = c_lr * r["N_total"]**e_lr["N"] * r["D"]**e_lr["D"]  # the law at the run's N, D
+    assert r["hparams"]["peak_lr"] == pytest.approx(want, rel=1e-9)
   assert "The fit failed" in (wd / "report.md").read_text()
 
 
