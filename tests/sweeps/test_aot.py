@@ -18,7 +18,7 @@ from chinchax.errors import UserError
 from chinchax.sweeps.accel import aot, readiness
 from chinchax.sweeps.chips import hardware
 from chinchax import cli
-from chinchax.sweeps import dry_run, table
+from chinchax.sweeps import dry_run
 from chinchax.sweeps.train import optimizer
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps.configs import gpu_node, tiny, tpu_v5p
@@ -97,28 +97,34 @@ def test_dry_run_reads_no_data(tmp_path, monkeypatch, capsys):
   assert os.listdir(tmp_path) == []
 
 
-def _dry_run_prices_first_cell(module, path, peak_text, peak_flops, tmp_path, monkeypatch,
-                               capsys):
-  """The dry run of `path` names the target's peak and prices its first cell at 30% of it."""
+def _dry_run_prices_first_cell(module, path, peak_text, peak_flops, first_name, first_time,
+                               tmp_path, monkeypatch, capsys):
+  """The dry run of `path` names the target's peak and prices its first cell at 30% of it:
+  `first_time` is written by hand, and checked here against 6·N·D / (0.3 · peak)."""
   monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
   assert cli.run(["sweep", f"--config={path}", "--dry-run"]) == 0
   out = capsys.readouterr().out
   assert peak_text in out
   first = spec_lib.resolve(module.get_config(), str(tmp_path)).cells[0]
+  assert first.name == first_name
+  seconds = 6.0 * first.N * first.D / (0.3 * peak_flops)
+  assert abs(seconds - float(first_time.rstrip("s"))) <= 0.5, (seconds, first_time)
   row = next(l for l in out.splitlines() if l.startswith(first.name))
-  assert row.split()[-1] == table.duration(first.flops_6ND / (0.3 * peak_flops))
+  assert row.split()[-1] == first_time, row
 
 
 def test_dry_run_times_cells_on_the_target_slice(tmp_path, monkeypatch, capsys):
+  # 1e17 FLOPs at 30% of 16 x 459 TFLOP/s: 45.4 s.
   _dry_run_prices_first_cell(tpu_v5p, "sweeps/configs/tpu_v5p.py",
-                             "peak of the target v5p:2x2x4", 459e12 * 16, tmp_path, monkeypatch,
-                             capsys)
+                             "peak of the target v5p:2x2x4", 459e12 * 16, "C1e17-N8.84e6",
+                             "45s", tmp_path, monkeypatch, capsys)
 
 
 def test_dry_run_times_cells_on_a_gpu_node(tmp_path, monkeypatch, capsys):
+  # 1e17 FLOPs at 30% of 8 x 989 TFLOP/s: 42.1 s.
   _dry_run_prices_first_cell(gpu_node, "sweeps/configs/gpu_node.py",
                              "8 x 9.89e+14 FLOP/s peak of the target h100:8", 989e12 * 8,
-                             tmp_path, monkeypatch, capsys)
+                             "C1e17-N8.84e6", "42s", tmp_path, monkeypatch, capsys)
   # No XLA target config ships for an A100: it is priced, and compiled for on the node only.
   assert cli.run(["sweep", "--config=sweeps/configs/gpu_node.py", "--dry-run",
                   "--compile=a100:8"]) == 2
