@@ -35,17 +35,22 @@ def test_local_fit_beats_the_argmin_between_grid_values():
     assert math.log(fit["batch"]["opt"]) == pytest.approx(math.log(S.batch_opt(p.D)), abs=1e-6)
 
 
+@pytest.mark.slow
 def test_ninety_percent_intervals_cover_the_truth_about_ninety_percent_of_replicates():
-  # 16 noisy replicates (bench/hparams_coverage.py measures 200): every exponent's interval
-  # must cover in at least 11 (a binomial of p = 0.9 falls below that once in ~300 draws).
-  hits = np.zeros(3)
-  for i in range(16):
+  """300 noisy replicates (~25 s): each exponent's 90% interval must hold the truth in at
+  least 250 (scipy.stats.binom, per exponent): an interval whose true coverage is 80% passes
+  with probability P(Bin(300, 0.8) >= 250) = 0.083, so fails with 0.917; one at exactly 90%
+  fails with P(Bin(300, 0.9) < 250) = 1.3e-4 (3.9e-4 for any of the three). These intervals
+  cover 0.88-0.89 on this design (263, 267 and 264 of these 300; at 0.877 an exponent fails
+  with 0.011)."""
+  hits, n = np.zeros(3), 300
+  for i in range(n):
     doc = hparams_fit.fit(S.runs(np.random.default_rng(100 + i), sigma=0.004,
                                  sizes=S.SIZES[:2], ratios=S.RATIOS[:2] + (S.RATIOS[2],)),
                           bootstrap=100, seed=i)
     inside = _inside(doc, "lr")
     hits += [inside["N"], inside["D"], _inside(doc, "batch")["D"]]
-  assert (hits >= 11).all(), hits
+  assert (hits >= 250).all(), hits
 
 
 def test_skewed_surface_with_divergence_recovers_exponents():
