@@ -190,7 +190,9 @@ def test_a_sweep_refuses_a_missing_forecast_before_training(tmp_path, monkeypatc
   monkeypatch.setattr(loop, "train", synthetic_train)
   wd = tmp_path / "sweep"
   assert cli.run(["sweep", *synthetic_argv(wd), "--config.forecast=nope.json"]) == 2
-  assert "forecast nope.json: no such file" in capsys.readouterr().err
+  err = capsys.readouterr().err
+  assert "cannot read forecast file nope.json: No such file or directory" in err
+  assert len(err.strip().splitlines()) == 1
   assert not (wd / "runs.jsonl").exists()
 
 
