@@ -17,6 +17,7 @@ files.
 """
 
 import dataclasses
+import json
 import os
 import sys
 
@@ -34,11 +35,13 @@ from chinchax.sweeps import hparams
 from chinchax.sweeps import job as job_lib
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps.job import Job, Outcome
+from chinchax.sweeps.configs import identity, keys
+from chinchax.sweeps.configs import sweep as sweep_config
+from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import setup
 from chinchax.sweeps.train import stop as stop_lib
 
-DEFAULT_WORKDIR = os.path.join("runs", "smoke")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,16 +77,27 @@ def preflight(spec: spec_lib.Spec) -> tuple[spec_lib.Spec, setup.Opened]:
   return spec, opened
 
 
-def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
+def default_workdir(config_text: str) -> str:
+  """runs/<the config's name>: `smoke` -> runs/smoke, `path/to/mine.py:big` -> runs/mine-big,
+  so that two studies never share a workdir by default."""
+  file, _, arg = config_text.partition(":")
+  stem = os.path.basename(file)
+  stem = stem[:-3] if stem.endswith(".py") else stem
+  return os.path.join("runs", stem + (f"-{arg}" if arg else ""))
+
+
+def sweep(config: ml_collections.ConfigDict, workdir: str | None = None, *,
           quiet: bool = False, verbose: bool = False, stop=None) -> Result:
   """Trains every cell of the sweep `config` not done yet in `workdir`, then fits and reports.
 
-  `config`: a sweep config (`sweep_config.base_config`, e.g. `sweeps/configs/smoke.py`'s). `stop`: a
+  `config`: a sweep config (`sweep_config.base_config`, e.g. `sweeps/configs/smoke.py`'s);
+  `workdir`: default runs/<config.name>; one study each (`check_study`). `stop`: a
   flag object (`stop_lib.StopFlag`); without one, SIGTERM and SIGINT stop the sweep while it
   runs (finished cells are kept: rerun to resume). The console: one line per cell
   (sweeps/console.py), with a bar in place on a terminal unless `quiet`; `verbose` adds each
   run's step lines.
   """
+  workdir = workdir or os.path.join("runs", config.name)
   spec = spec_lib.resolve(config, workdir)
   executors.check(spec.executor)
   if spec.config.forecast:  # a wrong path is refused before anything trains
@@ -94,6 +108,8 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   say = (lambda m: print(m, flush=True)) if lead else (lambda m: None)
   for r in spec.refusals:
     say(r)
+  extends = check_study(spec, workdir)  # another study's workdir: refused, nothing written
+  say(f"sweep {spec.config.name!r} in {workdir}" + (f"; {extends}" if extends else ""))
   if lead:
     atomic.makedirs(workdir)
     atomic.write_text(os.path.join(workdir, "sweep.json"),
@@ -148,6 +164,29 @@ def sweep(config: ml_collections.ConfigDict, workdir: str = DEFAULT_WORKDIR, *,
   path = (hparams if measure else report).write_report(workdir, fit_error=fit_error)
   say(f"wrote {path}")
   return Result("done", tuple(failed), fit_error, path)
+
+
+def check_study(spec: spec_lib.Spec, workdir: str) -> str | None:
+  """Refuses a sweep into a workdir that holds another study (sweeps/configs/identity.py):
+  its sweep.json differs in a key that changes what a cell trains or how it is measured, or
+  it holds runs but no sweep.json that parses. A change of the grid's keys only extends the
+  study: the line that says so, else None."""
+  there = any(atomic.exists(os.path.join(workdir, f)) for f in ("runs.jsonl", "law.json")) or any(
+      atomic.exists(d) for j in spec.jobs for d in job_lib.record_dirs(j))
+  old = identity.recorded(os.path.join(workdir, "sweep.json"), workdir, there)
+  if old is None:
+    return None
+  new = identity.flatten(json.loads(spec.config.to_json_best_effort()))
+  known = identity.declared([("", sweep_config.KEYS), ("train.", train_config.KEYS)])
+  changed = identity.changes(old, new, known)
+  if changed[keys.IDENTITY]:
+    raise UserError(f"{workdir} holds the study of another config: "
+                    f"{identity.said(changed[keys.IDENTITY])}; a rerun may add budgets or "
+                    "sizes, or change where cells run and what is logged; pass another "
+                    "--workdir for a new study")
+  if changed[keys.GRID]:
+    return f"extending the study in {workdir}: {identity.said(changed[keys.GRID])}"
+  return None
 
 
 def _progress(spec: spec_lib.Spec, todo: list[Job], live) -> console.SweepProgress:

@@ -4,8 +4,10 @@
                    [--dry-run [--compile[=TARGET]] [--json] [--headroom=F]]
                    [--quiet] [--verbose] [--list-configs]
 
-With no arguments: the built-in smoke sweep (sweeps/configs/smoke.py) in ./runs/smoke. With
---dry-run: the grid, each cell's estimated time and the refusals, from the config alone (no
+With no arguments: the built-in smoke sweep (sweeps/configs/smoke.py) in ./runs/smoke; each
+config's default workdir is runs/<its name> (--config=tiny: runs/tiny), and a workdir holds
+one study: a rerun may add cells, never change what its cells train
+(sweeps/configs/identity.py). With --dry-run: the grid, each cell's estimated time and the refusals, from the config alone (no
 data is opened, no file written); with --compile every cell is compiled ahead of time for
 its TPU slice and checked against its HBM (sweeps/dry_run.py). The library function is
 `chinchax.sweep` (sweeps/sweep.py).
@@ -25,7 +27,8 @@ DEFAULT_CONFIG = configs.path("smoke")
 
 def main(argv: list[str]) -> int:
   argv, checks = dry_run.split_flags(argv)  # --compile, --json, --headroom
-  f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG, sweep.DEFAULT_WORKDIR,
+  f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG,
+                               sweep.default_workdir(flags.config_arg(argv, "smoke")),
                                doc=__doc__)
   if f.dry_run:
     spec = spec_lib.resolve(f.config, f.workdir)

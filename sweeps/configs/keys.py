@@ -1,5 +1,5 @@
-"""A config key declared once: its dotted name, its default and its one-line meaning side by
-side (`Key`). sweeps/configs/train.py declares a train config's keys, sweeps/configs/sweep.py a
+"""A config key declared once: its dotted name, its default, its one-line meaning and its
+role in a workdir's identity side by side (`Key`). sweeps/configs/train.py declares a train config's keys, sweeps/configs/sweep.py a
 sweep config's; `config` builds the ml_collections ConfigDict from them and `--help`
 (chinchax/cli/flags.py) prints the meanings from the same declarations.
 """
@@ -10,11 +10,18 @@ from typing import Any, Sequence
 import ml_collections
 
 
+# What a change of a key does to the runs already in a workdir (sweeps/configs/identity.py):
+IDENTITY = "identity"  # changes what a run trains or how it is measured: a rerun may not
+GRID = "grid"          # a sweep's set of cells: a rerun adds cells, the study is extended
+FREE = "free"          # changes nothing a run measures (logging, checkpoints, where it runs)
+
+
 @dataclasses.dataclass(frozen=True)
 class Key:
   name: str      # dotted: "optimizer.peak_lr"
   default: Any
   meaning: str
+  role: str = IDENTITY
 
 
 def config(keys: Sequence[Key]) -> ml_collections.ConfigDict:

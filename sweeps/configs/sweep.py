@@ -21,25 +21,29 @@ from chinchax.sweeps.configs import keys
 
 
 K = keys.Key
+FREE, GRID = dict(role=keys.FREE), dict(role=keys.GRID)
 
+# A key's role in a workdir's identity (sweeps/configs/identity.py): GRID keys choose the
+# cells (a rerun that changes them adds cells to the study), FREE keys change nothing a cell
+# measures (where cells run, the fit's resamples), any other is the study's identity.
 KEYS = (
-    K("name", "sweep", "the sweep's name"),
-    K("budgets", (), "compute budgets C in FLOPs, one IsoFLOP group each"),
+    K("name", "sweep", "the sweep's name", **FREE),
+    K("budgets", (), "compute budgets C in FLOPs, one IsoFLOP group each", **GRID),
     K("flops", "6ND", "the convention the budgets are spent in: 6ND | chinchilla"),
     K("prior", "preset:hoffmann2022",
-      "N*(C) the sizes centre on: preset:NAME | tokens_per_param:R | law.json path"),
-    K("n_per_budget", 5, "sizes per budget, log-spaced over +-span decades around N*(C)"),
-    K("span", 0.5, "decades either side of N*(C)"),
-    K("sizes", (), "explicit sizes instead: one flat list, or one list per budget"),
-    K("fixed_n.sizes", (), "Approach 1: model sizes trained at several D"),
-    K("fixed_n.tokens_per_param", (), "Approach 1: the D/N ratios of each size"),
+      "N*(C) the sizes centre on: preset:NAME | tokens_per_param:R | law.json path", **GRID),
+    K("n_per_budget", 5, "sizes per budget, log-spaced over +-span decades around N*(C)", **GRID),
+    K("span", 0.5, "decades either side of N*(C)", **GRID),
+    K("sizes", (), "explicit sizes instead: one flat list, or one list per budget", **GRID),
+    K("fixed_n.sizes", (), "Approach 1: model sizes trained at several D", **GRID),
+    K("fixed_n.tokens_per_param", (), "Approach 1: the D/N ratios of each size", **GRID),
     K("fixed_n.schedule", "cosine", "cosine (one run per D) | wsd (one run, cooldown branches)"),
     K("schedule", "cosine",
       "cosine (one run per IsoFLOP cell) | wsd (one WSD run per shape and batch, a cooldown "
       "branch at each budget's D; give a fixed batch rule, or the budgets of one size get "
       "batches of their own and so runs of their own)"),
-    K("min_steps", 100, "cells with fewer planned steps are refused"),
-    K("allow_repeats", False, "False: refuse cells whose D exceeds the corpus's unique tokens"),
+    K("min_steps", 100, "cells with fewer planned steps are refused", **GRID),
+    K("allow_repeats", False, "False: refuse cells whose D exceeds the corpus's unique tokens", **GRID),
     K("vocab_size", 258, "the tokenizer's vocabulary (shapes and N depend on it)"),
     # Each cell's peak LR and batch (sweeps/recipe.py) and the shape recipe's floor.
     K("recipe.lr_rule", "size", "size (peak LR from N) | deepseek (from C) | fixed | law:PATH "
@@ -57,16 +61,16 @@ KEYS = (
     K("recipe.min_d_model", 32, "the smallest width the shape recipe uses"),
     K("recipe.min_layers", 1, "the fewest layers the shape recipe uses"),
     # Where the cells run (sweeps/executors.py) and how the fit is done.
-    K("executor", "local", "where cells run: local | packed | ray"),
-    K("devices_per_cell", 1, "packed: devices of each cell's sub-mesh"),
+    K("executor", "local", "where cells run: local | packed | ray", **FREE),
+    K("devices_per_cell", 1, "packed: devices of each cell's sub-mesh", **FREE),
     K("cpu_devices", 0, "a CPU host split into this many jax devices, so that the packed "
       "executor runs that many cells at once (0: jax's default of one; no effect on "
-      "accelerators)"),
-    K("ray_address", "", "ray: the cluster to join; empty starts a local one"),
-    K("ray_num_cpus", 1.0, "ray: CPUs each cell's task holds"),
-    K("ray_num_gpus", 0.0, "ray: GPUs each cell's task holds"),
-    K("ray_tpus", 0, "ray: TPU chips each cell's task holds"),
-    K("bootstrap", 1000, "resamples of the fit's intervals (0: none)"),
+      "accelerators)", **FREE),
+    K("ray_address", "", "ray: the cluster to join; empty starts a local one", **FREE),
+    K("ray_num_cpus", 1.0, "ray: CPUs each cell's task holds", **FREE),
+    K("ray_num_gpus", 0.0, "ray: GPUs each cell's task holds", **FREE),
+    K("ray_tpus", 0, "ray: TPU chips each cell's task holds", **FREE),
+    K("bootstrap", 1000, "resamples of the fit's intervals (0: none)", **FREE),
     # An LR x batch grid around the recipe's guess at every cell (sweeps/hparams.py): the
     # sweep then measures the hyperparameters (`chinchax fit-hparams`) instead of a scaling law.
     K("hparams.lr_factors", (), "an LR grid: each cell trained at these multiples of the "
@@ -74,9 +78,9 @@ KEYS = (
     K("hparams.batch_factors", (), "a batch grid: each cell trained at these multiples of the "
       "recipe's batch"),
     K("forecast", "", "a forecast record (`chinchax forecast --out=...`) scored against the runs "
-      "when the sweep finishes, in report.md (empty: none)"),
+      "when the sweep finishes, in report.md (empty: none)", **FREE),
     K("target", "", "the TPU slice the dry run compiles for (--compile), or a GPU node "
-      "(h100:8) whose peak prices the dry run's time column"),
+      "(h100:8) whose peak prices the dry run's time column", **FREE),
 )
 
 RECIPE = {k.name[len("recipe."):]: k.default for k in KEYS if k.name.startswith("recipe.")}

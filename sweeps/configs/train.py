@@ -29,12 +29,15 @@ import ml_collections
 from chinchax.sweeps.configs import keys
 
 K = keys.Key
+FREE = dict(role=keys.FREE)
 
 # Every key of a train config: its default and its meaning, declared once here (`--help` prints
-# them; a sweep config holds them under `train.`). Checked by sweeps/train/config.py.
+# them; a sweep config holds them under `train.`). Checked by sweeps/train/config.py. A key
+# marked FREE changes nothing a run measures: a resume may change it; any other change of a
+# run's config is refused (sweeps/configs/identity.py).
 KEYS = (
     K("seed", 0, "seed of the initialisation and the data order"),
-    K("name", "train", "the run's name in its records"),
+    K("name", "train", "the run's name in its records", **FREE),
     # Model: an explicit shape, or `N` (a target parameter count) for the shape recipe.
     K("model.N", 0, "a target parameter count for the shape recipe (0: the explicit shape below)"),
     K("model.d_model", 128, "width of the residual stream"),
@@ -46,12 +49,12 @@ KEYS = (
     K("model.tied", False, "tie the output head to the embedding"),
     K("model.compute_dtype", "float32", "float32 | bfloat16: activations and matmuls"),
     K("model.param_dtype", "float32", "float32 | bfloat16: stored parameters"),
-    K("model.remat", "none", "rematerialisation of the blocks: none | minimal | full"),
+    K("model.remat", "none", "rematerialisation of the blocks: none | minimal | full", **FREE),
     K("model.z_loss", 0.0, "weight of the log-partition penalty (0: off)"),
     K("data.name", "stdlib", "stdlib, or a TFDS dataset prepared in array_record form under "
       "data_dir"),
     K("data.corpus", "", "a directory or glob of text files; when set, wins over name"),
-    K("data.data_dir", "", "the TFDS data dir (default $TFDS_DATA_DIR)"),
+    K("data.data_dir", "", "the TFDS data dir (default $TFDS_DATA_DIR)", **FREE),
     K("data.text_key", "text", "the text field of the dataset's records"),
     K("data.tokenizer", "bytes", "bytes | spm"),
     K("data.spm_model", "", "the SentencePiece model file (tokenizer=spm); needed on every host"),
@@ -68,7 +71,7 @@ KEYS = (
     K("seq_len_start", 0, "sequence-length warmup: the first length (0: off)"),
     K("seq_len_warmup_fraction", 0.1, "fraction of steps over which the length doubles up to "
       "seq_len"),
-    K("grad_accum", 1, "microbatches per step; the batch is split when it does not fit"),
+    K("grad_accum", 1, "microbatches per step; the batch is split when it does not fit", **FREE),
     K("tokens", 1.6e6, "D: training tokens; steps = ceil(D / (batch_size * seq_len))"),
     K("optimizer.peak_lr", 3e-3, "the learning rate after warmup"),
     K("optimizer.warmup_steps", 40, "linear warmup steps"),
@@ -82,19 +85,19 @@ KEYS = (
     K("optimizer.clip_norm", 1.0, "global gradient-norm clip"),
     K("eval_every", 100, "steps between held-out evals"),
     K("eval_tokens", 65536, "the fixed held-out slice the reported loss is averaged over"),
-    K("log_every", 20, "steps between metrics rows (and progress updates)"),
+    K("log_every", 20, "steps between metrics rows (and progress updates)", **FREE),
     K("spike_factor", 4.0, "fail when the loss exceeds this x its running mean (after warmup)"),
-    K("checkpoint.every_steps", 200, "save every this many steps"),
-    K("checkpoint.every_minutes", 10.0, "and at least this often"),
-    K("checkpoint.keep", 2, "checkpoints kept"),
-    K("checkpoint.keep_best", False, "also keep the lowest-eval checkpoint in checkpoints_best/"),
+    K("checkpoint.every_steps", 200, "save every this many steps", **FREE),
+    K("checkpoint.every_minutes", 10.0, "and at least this often", **FREE),
+    K("checkpoint.keep", 2, "checkpoints kept", **FREE),
+    K("checkpoint.keep_best", False, "also keep the lowest-eval checkpoint in checkpoints_best/", **FREE),
     # Early stopping (sweeps/train/stop.py); not for sweep cells.
     K("early_stop.patience", 0, "evals without improvement before stopping (0: off)"),
     K("early_stop.min_rel_improvement", 0.0, "the relative improvement that counts"),
-    K("mesh.data", -1, "data-parallel axis size (-1: the devices left over)"),
-    K("mesh.fsdp", 1, "fully-sharded axis size"),
-    K("mesh.tensor", 1, "tensor-parallel axis size"),
-    K("sharding", "fsdp", "fsdp (params, grads, optimizer state sharded) | shard_grad_op"),
+    K("mesh.data", -1, "data-parallel axis size (-1: the devices left over)", **FREE),
+    K("mesh.fsdp", 1, "fully-sharded axis size", **FREE),
+    K("mesh.tensor", 1, "tensor-parallel axis size", **FREE),
+    K("sharding", "fsdp", "fsdp (params, grads, optimizer state sharded) | shard_grad_op", **FREE),
     K("budget", 0.0, "the nominal C of a sweep cell (0: not part of a sweep)"),
     # Warmup-stable-decay with cooldown branches (sweeps/wsd.py): a non-empty `branches` makes
     # `chinchax train` run one constant-LR run plus one short decay per D_i.
@@ -103,7 +106,10 @@ KEYS = (
     K("wsd.budgets", (), "the nominal C of each branch (a sweep's IsoFLOP cells; set by the "
       "sweep)"),
     K("wsd.save_steps", (), "set by sweeps/wsd.py"),
-    K("init_from", "", "a checkpoint folder to start from when the run has none of its own"),
+    # Free: read only while the run has no checkpoint of its own, so a resume that moved the
+    # workdir (an absolute init_from changes with it) changes nothing trained.
+    K("init_from", "", "a checkpoint folder to start from when the run has none of its own",
+      **FREE),
     K("branch_of", "", "the run this one branches off (recorded in result.json)"),
 )
 

@@ -6,10 +6,13 @@ that lacks one (written by hand, or by an older chinchax) is refused here with t
 """
 
 import difflib
+import json
 import math
+import os
 
 import ml_collections
 
+from chinchax import atomic
 from chinchax.errors import UserError
 from chinchax.models import config
 from chinchax.models import sharding
@@ -17,6 +20,8 @@ from chinchax.models.config import ModelConfig
 from chinchax.scaling.runs import conventions
 from chinchax import json_checks
 from chinchax.sweeps import data
+from chinchax.sweeps.configs import identity
+from chinchax.sweeps.configs import keys
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.data import seqlen
 from chinchax.sweeps.train import optimizer, stop
@@ -151,3 +156,21 @@ def _check_optimizer(o: ml_collections.ConfigDict) -> None:
     x = o[key]
     if not (json_checks.is_number(x) and ok(x)):
       raise UserError(f"config.optimizer.{key} must be {words}, got {x!r}")
+
+
+def check_resume(c: ml_collections.ConfigDict, workdir: str) -> None:
+  """Refuses to resume, or call finished, a run in `workdir` trained with a config that
+  differs from `c` in a key that changes what it trains or measures (sweeps/configs/
+  identity.py); a change of a free key (logging, checkpoints, the mesh) is allowed."""
+  there = any(atomic.exists(os.path.join(workdir, f)) for f in ("result.json", "checkpoints"))
+  old = identity.recorded(os.path.join(workdir, "config.json"), workdir, there)
+  if old is None:
+    return
+  new = identity.flatten(json.loads(c.to_json_best_effort()))
+  changed = identity.changes(old, new, identity.declared([("", train_config.KEYS)]))
+  if changed[keys.IDENTITY]:
+    raise UserError(f"{workdir} holds a run trained with another config: "
+                    f"{identity.said(changed[keys.IDENTITY])}; a resume may change only "
+                    "logging, checkpoint cadence and the mesh; pass another --workdir to train "
+                    "this config")
+

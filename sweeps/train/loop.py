@@ -24,6 +24,7 @@ from chinchax.scaling.runs import conventions
 from chinchax.scaling.runs import records
 from chinchax.sweeps.chips import hardware
 from chinchax.sweeps.hosts import watch
+from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import metrics
 from chinchax.sweeps.train import setup as setup_lib
 from chinchax.sweeps.train import stop as stop_lib
@@ -58,6 +59,7 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool 
   """
   t_start = time.time()
   log = (lambda *_: None) if quiet else (lambda m: print(m, flush=True))
+  run_config.check_resume(c, workdir)  # a finished or stopped run of another config: refused
   done = records.read_result(workdir)
   if done is not None and done.get("status") == "done":
     log(f"{workdir}: already done (eval loss {done['eval_loss']:.4f}); nothing to do")

@@ -55,6 +55,7 @@ def _no_failed_cell(workdir):
 @pytest.mark.slow
 def test_ctrl_c_during_a_sweep_exits_130_and_fails_no_cell(tmp_path):
   p = _sweep(tmp_path)
+  assert p.stdout.readline().startswith("sweep ")  # the study and its workdir
   assert "cells to train" in p.stdout.readline()  # the stop flag is installed from here on
   time.sleep(3)
   p.send_signal(signal.SIGINT)
