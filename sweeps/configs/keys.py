@@ -1,6 +1,6 @@
 """A config key declared once: its dotted name, its default, its one-line meaning and its
-role in a workdir's identity side by side (`Key`). sweeps/configs/train.py declares a train config's keys, sweeps/configs/sweep.py a
-sweep config's; `config` builds the ml_collections ConfigDict from them and `--help`
+role in a workdir's identity side by side (`Key`). sweeps/configs/train.py declares a train
+config's keys, sweeps/configs/sweep.py a sweep config's; `config` builds the ml_collections ConfigDict from them and `--help`
 (chinchax/cli/flags.py) prints the meanings from the same declarations.
 """
 

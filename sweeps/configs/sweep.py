@@ -43,7 +43,8 @@ KEYS = (
       "branch at each budget's D; give a fixed batch rule, or the budgets of one size get "
       "batches of their own and so runs of their own)"),
     K("min_steps", 100, "cells with fewer planned steps are refused", **GRID),
-    K("allow_repeats", False, "False: refuse cells whose D exceeds the corpus's unique tokens", **GRID),
+    K("allow_repeats", False, "False: refuse cells whose D exceeds the corpus's unique tokens",
+      **GRID),
     K("vocab_size", 258, "the tokenizer's vocabulary (shapes and N depend on it)"),
     # Each cell's peak LR and batch (sweeps/recipe.py) and the shape recipe's floor.
     K("recipe.lr_rule", "size", "size (peak LR from N) | deepseek (from C) | fixed | law:PATH "

@@ -90,7 +90,8 @@ KEYS = (
     K("checkpoint.every_steps", 200, "save every this many steps", **FREE),
     K("checkpoint.every_minutes", 10.0, "and at least this often", **FREE),
     K("checkpoint.keep", 2, "checkpoints kept", **FREE),
-    K("checkpoint.keep_best", False, "also keep the lowest-eval checkpoint in checkpoints_best/", **FREE),
+    K("checkpoint.keep_best", False, "also keep the lowest-eval checkpoint in checkpoints_best/",
+      **FREE),
     # Early stopping (sweeps/train/stop.py); not for sweep cells.
     K("early_stop.patience", 0, "evals without improvement before stopping (0: off)"),
     K("early_stop.min_rel_improvement", 0.0, "the relative improvement that counts"),
