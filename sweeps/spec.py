@@ -9,6 +9,7 @@ one fixed size are one WSD job (sweeps/wsd.py) whose cooldown branches are their
 """
 
 import dataclasses
+import difflib
 import os
 
 import ml_collections
@@ -115,3 +116,55 @@ def beyond_data(spec: Spec, unique_tokens: float) -> Spec:
   `allow_repeats`), each refused with the reason."""
   cells, refused = grid.beyond_data(list(spec.cells), unique_tokens, spec.config.allow_repeats)
   return _with_cells(spec, cells, spec.refusals + tuple(refused))
+
+
+def cells_of_jobs(spec: Spec) -> dict[str, tuple[str, ...]]:
+  """Each job's name and the names of the cells it trains: a single run's own cell, or a WSD
+  run's cooldown branches (`wsd.series`, in the order `jobs_for` made its jobs)."""
+  single, series = wsd.series(spec.cells, spec.config)
+  groups = [(cell.name,) for cell in single] + [
+      tuple(cell.name for cell in group) for _, group in series]
+  return {job.name: cells for job, cells in zip(spec.jobs, groups)}
+
+
+def job_named(spec: Spec, name: str, shown: str, overridden: bool = False) -> job_lib.Job:
+  """The job `chinchax train --config=SHOWN --cell=NAME` trains: the sweep's job of that name
+  (a cell the dry run lists, or a WSD run, `<series>-wsd`), as `chinchax sweep` would train
+  it; a UserError of one line naming valid names for anything else (a WSD run's branch names
+  the run that trains it; a refused cell says why)."""
+  by_name = {job.name: job for job in spec.jobs}
+  if name in by_name:
+    return by_name[name]
+  where = f"--cell={name}"
+  for job_name, cells in cells_of_jobs(spec).items():
+    if name in cells:
+      raise UserError(f"{where} is a cooldown branch of the WSD run {job_name}, which "
+                      f"`chinchax sweep --config={shown}` trains as one run with its "
+                      f"{len(cells)} branches; train it with --cell={job_name}")
+  refused = next((r for r in spec.refusals if r.split(":", 1)[0] == name), None)
+  if refused:
+    raise UserError(f"{where}: the grid of --config={shown} refuses that cell "
+                    f"({refused.split(': refused: ', 1)[-1]}); its runs: "
+                    f"{example_names(spec)}")
+  raise UserError(f"{where} is not a run of --config={shown}; its runs: "
+                  f"{example_names(spec, near=name)}; {listed(spec, shown, overridden)}")
+
+
+def example_names(spec: Spec, near: str = "", k: int = 3) -> str:
+  """A few of the jobs' names (those closest to `near` first), with their count."""
+  names = [job.name for job in spec.jobs]
+  close = difflib.get_close_matches(near, names, n=k, cutoff=0.6) if near else []
+  shown = close + [n for n in names if n not in close][:k - len(close)]
+  more = len(names) - len(shown)
+  return ", ".join(shown) + (f" and {more} more" if more else "")
+
+
+def listed(spec: Spec, shown: str, overridden: bool = False) -> str:
+  """Where the names of the sweep's runs are listed, as a clause; `overridden`: the config was
+  given --config.KEY=VALUE overrides, which the dry run needs too."""
+  dry_run = (f"`chinchax sweep --config={shown} --dry-run`" +
+             (" (with the same --config. overrides)" if overridden else ""))
+  if all(job.name in {c.name for c in spec.cells} for job in spec.jobs):
+    return f"{dry_run} lists them"
+  return (f"a name ending -wsd is a WSD run, whose cooldown branches are cells {dry_run} "
+          "lists")

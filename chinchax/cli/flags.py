@@ -81,15 +81,16 @@ def _value(v) -> str:
 
 
 def render(prog: str, doc: str, config_arg: str, default_workdir: str | None,
-           shown: str = "") -> str:
+           shown: str = "", more_flags: tuple[tuple[str, str], ...] = ()) -> str:
   """The whole help text; `config_arg` is the resolved config the keys are read from, `shown`
-  the --config the user typed."""
+  the --config the user typed, `more_flags` the command's own flags (flag, meaning)."""
   config = load(config_arg)
-  sweep = "train" in config and isinstance(config.train, ml_collections.ConfigDict)
+  sweep = is_sweep(config)
   lines = [doc.strip(), "", "flags:"]
   lines += [f"  {f:<27} {m}" for f, m in FLAGS]
   if default_workdir:
     lines[-len(FLAGS) + 2] += f" (default {default_workdir})"
+  lines[-1:-1] = [f"  {f:<27} {m}" for f, m in more_flags]  # before -h, --help
   lines += ["", "named configs (--config=NAME):", configs.listing(), "",
             f"{prog} config keys of --config={shown or config_arg} (override with --config.KEY=VALUE):"]
   rows = [(k, _value(v), meaning(k, sweep) or "") for k, v in flat(config)]
@@ -97,6 +98,12 @@ def render(prog: str, doc: str, config_arg: str, default_workdir: str | None,
   wv = min(max(len(v) for _, v, _ in rows), 24)
   lines += [f"  {k:<{wk}}  {v:<{wv}}  {m}".rstrip() for k, v, m in rows]
   return "\n".join(lines)
+
+
+def is_sweep(config) -> bool:
+  """A sweep config (sweeps/configs/sweep.py: its runs' settings under `train`), not one
+  run's."""
+  return "train" in config and isinstance(config.train, ml_collections.ConfigDict)
 
 
 TRAIN = keys.meanings(train_config.KEYS)
@@ -142,12 +149,14 @@ class ConfigFlags:
 
 
 def parse_config_flags(argv: list[str], prog: str, default_config: str,
-                       default_workdir: str | None = None, doc: str = "") -> ConfigFlags:
+                       default_workdir: str | None = None, doc: str = "",
+                       more_flags: tuple[tuple[str, str], ...] = ()) -> ConfigFlags:
   """--config=NAME|PATH[:ARG], --config.KEY=VALUE, --workdir, --dry-run, --quiet, --verbose.
 
   The overrides are read from `argv` itself (ml_collections would read them from sys.argv), so
   the parse is the same in-process as from the command line. `--help` (with `doc`, the
-  command's own text) and `--list-configs` print and raise SystemExit(0).
+  command's own text, and `more_flags`, the flags the command parses itself) and
+  `--list-configs` print and raise SystemExit(0).
   """
   from absl import flags  # pylint: disable=g-import-not-at-top
   from ml_collections import config_flags  # pylint: disable=g-import-not-at-top
@@ -159,7 +168,7 @@ def parse_config_flags(argv: list[str], prog: str, default_config: str,
   config_file = configs.resolve(config_text)
   if wants_help(argv):
     shown = "" if config_text == default_config else config_text
-    print(render(prog, doc or prog, config_file, default_workdir, shown))
+    print(render(prog, doc or prog, config_file, default_workdir, shown, more_flags))
     sys.stdout.flush()
     raise SystemExit(0)
   load(config_file)  # a broken config file is one line here, not a traceback later

@@ -1,8 +1,16 @@
 """`chinchax train`: train one model (one sweep cell) end to end.
 
-    chinchax train [--config=NAME|PATH[:ARG]] --workdir=DIR [--config.KEY=VALUE ...]
-                   [--dry-run] [--quiet] [--verbose] [--forecast=forecast.json]
+    chinchax train [--config=NAME|PATH[:ARG]] [--cell=NAME] --workdir=DIR
+                   [--config.KEY=VALUE ...] [--dry-run] [--quiet] [--verbose]
+                   [--forecast=forecast.json]
 
+--config takes a train config (the named config `train`, `train:PRESET`, or a file whose
+get_config() returns one run's settings) or a sweep config (the other named configs, or a
+sweep file) with --cell=NAME: the run of that sweep named NAME, trained in --workdir as
+`chinchax sweep` trains it. NAME is a cell `chinchax sweep --config=X --dry-run` lists; where
+the sweep trains a series of cells as one warmup-stable-decay run (`schedule='wsd'`, as the
+smoke's), NAME is that run's, `C-N<N>-wsd` or `<series>-wsd` (a refused --cell lists some),
+and it trains all its cells' cooldown branches. `chinchax sweep --config=X` trains them all.
 Rerun the same command to resume a stopped run; a finished one is not trained again. A config
 with `wsd.branches` trains a WSD run and its cooldown branches (sweeps/wsd.py). With
 --dry-run: the run's plan from the config alone (no data opened, no file written). Exit
@@ -19,30 +27,38 @@ import sys
 from chinchax.errors import UserError
 from chinchax.sweeps import configs
 from chinchax.sweeps.accel import compile_cache
-from chinchax.sweeps import console, forecast_score, job, lock, wsd
+from chinchax.sweeps import console, data, forecast_score, job, lock, spec as spec_lib, wsd
 from chinchax.sweeps.hosts import distributed
 from chinchax.sweeps.train import describe
 from chinchax.cli import exit_status, flags
 
 DEFAULT_CONFIG = configs.path("train")
+MORE_FLAGS = (
+    ("--cell=NAME", "with a sweep config: train its run NAME (a cell of its dry run)"),
+    ("--forecast=forecast.json", "score this forecast when the run ends"),
+)
 
 
 def main(argv: list[str]) -> int:
   forecast = [a.split("=", 1)[1] for a in argv if a.startswith("--forecast=")]
   argv = [a for a in argv if not a.startswith("--forecast=")]
-  f = flags.parse_config_flags(argv, "chinchax train", DEFAULT_CONFIG, doc=__doc__)
+  argv, cell = _cell_flag(argv)
+  f = flags.parse_config_flags(argv, "chinchax train", DEFAULT_CONFIG, doc=__doc__,
+                               more_flags=MORE_FLAGS)
+  config = _run_config(f, cell, flags.config_arg(argv, DEFAULT_CONFIG),
+                       any(a.startswith("--config.") for a in argv))
   if forecast:
     forecast_score.load(forecast[-1])  # a wrong path is refused before anything trains
   if f.dry_run:
-    print(describe.describe(f.config, wsd.describe_lines(f.config)))
+    print(describe.describe(config, wsd.describe_lines(config)))
     return 0
   if not f.workdir:
     raise UserError("--workdir is required: the folder for checkpoints, metrics and result.json")
   compile_cache.enable()
-  distributed.enter(f.config, f.workdir)  # a multi-host job: every process runs this
+  distributed.enter(config, f.workdir)  # a multi-host job: every process runs this
   with console.guard_stdout(), console.quiet_libraries(f.verbose), \
       lock.hold(f.workdir, "chinchax train"):  # two trainers on one workdir corrupt it
-    outcome = job.train(f.config, f.workdir, quiet=f.quiet)
+    outcome = job.train(config, f.workdir, quiet=f.quiet)
   if outcome.status == "stopped":
     return exit_status.stopped("chinchax train", outcome.reason)
   if outcome.status == "failed":
@@ -51,3 +67,43 @@ def main(argv: list[str]) -> int:
   if forecast:
     print(forecast_score.score_records(f.workdir, forecast[-1], outcome.records)[1])
   return 0
+
+
+def _cell_flag(argv: list[str]) -> tuple[list[str], str | None]:
+  """argv without --cell=NAME (or --cell NAME), and NAME (the last one), or None."""
+  rest, cell, i = [], None, 0
+  while i < len(argv):
+    a = argv[i]
+    if a == "--cell" and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+      cell, i = argv[i + 1], i + 2
+      continue
+    if a == "--cell" or a.startswith("--cell="):
+      cell = a.partition("=")[2]
+      if not cell.strip():
+        raise UserError("--cell needs a value: a cell of the sweep config's dry run, e.g. "
+                        "--cell=C2.5e11-N3.2e4 with --config=tiny")
+    else:
+      rest.append(a)
+    i += 1
+  return rest, cell
+
+
+def _run_config(f: flags.ConfigFlags, cell: str | None, shown: str, overridden: bool):
+  """The one run's config: --config's own, or a sweep config's run that --cell names."""
+  if not flags.is_sweep(f.config):
+    if cell is not None:
+      raise UserError(f"--cell={cell} picks a run of a sweep config, but --config={shown} "
+                      "is one run's config; drop --cell, or give a sweep config (e.g. "
+                      "--config=tiny)")
+    return f.config
+  spec = spec_lib.resolve(f.config, f.workdir or "")
+  if cell is None:
+    raise UserError(
+        f"--config={shown} is a sweep config: train one of its runs with --cell=NAME "
+        f"({spec_lib.example_names(spec)}; {spec_lib.listed(spec, shown, overridden)}), or "
+        f"all of them with `chinchax sweep --config={shown}`")
+  config = spec_lib.job_named(spec, cell, shown, overridden).config
+  # The grid sized its cells for the sweep's vocabulary: refused as `chinchax sweep` refuses it.
+  data.check_vocab(data.make_tokenizer(config.data.tokenizer, config.data.spm_model or None),
+                   spec.config.vocab_size)
+  return config

@@ -8,6 +8,8 @@ from chinchax.sweeps.data.pipeline import eval_batches
 from chinchax.sweeps.data.pipeline import eval_bytes
 from chinchax.sweeps.data.pipeline import n_eval_batches
 from chinchax.sweeps.data.pipeline import open_dataset
+from chinchax.sweeps.data.pipeline import open_split
+from chinchax.sweeps.data.pipeline import SPLITS
 from chinchax.sweeps.data.pipeline import train_batch
 from chinchax.sweeps.data.pipeline import with_config
 from chinchax.sweeps.data.tokenizers import check_vocab

@@ -161,6 +161,76 @@ def _open_dataset(cfg: DataConfig) -> Dataset:
   return _cut(cfg, name, tok, train, validation)
 
 
+SPLITS = ("validation", "train", "all")
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitSize:
+  """How much text a split holds: its documents (a text corpus's are its files) and tokens."""
+
+  split: str
+  documents: int
+  tokens: int
+  unit: str  # "files" (a text corpus) or "documents" (a prepared TFDS dataset)
+
+
+def open_split(cfg: DataConfig, split: str,
+               max_tokens: int | None = None) -> tuple[Dataset, SplitSize]:
+  """`cfg`'s data with `split` as the stream evaluation reads (`eval_batch`), and its size.
+
+  validation: the held-out split, which a run evaluates on (`open_dataset`). train: the whole
+  train split (no `max_train_tokens` cap). all: for a text corpus (`corpus`, or the `stdlib`
+  name) every file, in path order, read straight from the files: no TFDS dataset is built, so
+  a corpus too small to give both splits a file is scored too; for a prepared TFDS dataset its
+  train split then its validation split. `max_tokens`: keep only the stream's first tokens
+  (what an eval of that many reads); the size is the whole split's."""
+  if split not in SPLITS:
+    raise UserError(f"split {split!r} is not one of {', '.join(SPLITS)}")
+  if split == "all" and _is_text(cfg):
+    return _files_split(cfg)
+  if split != "validation":
+    cfg = dataclasses.replace(cfg, max_train_tokens=None)
+  ds = open_dataset(cfg)
+  parts = {"validation": [ds.validation], "train": [ds.train],
+           "all": [ds.train, ds.validation]}[split]
+  info = _prepared_builder(ds.tfds_name, resolve_data_dir(cfg.data_dir)).info
+  names = ("train", "validation") if split == "all" else (split,)
+  size = SplitSize(split, sum(int(info.splits[n].num_examples) for n in names),
+                   sum(int(p.shape[0]) for p in parts), "files" if _is_text(cfg) else "documents")
+  if max_tokens is not None:  # a prefix, not a copy of a whole (memory-mapped) split
+    kept, left = [], max_tokens
+    for p in parts:
+      kept.append(p[:max(left, 0)])
+      left -= kept[-1].shape[0]
+    parts = kept
+  stream = parts[0] if len(parts) == 1 else np.concatenate(parts)
+  return dataclasses.replace(ds, validation=stream), size
+
+
+def _is_text(cfg: DataConfig) -> bool:
+  """Read from text files (built with `text_builder`), not a prepared TFDS dataset."""
+  return cfg.corpus is not None or cfg.name == text_builder.STDLIB
+
+
+def _files_split(cfg: DataConfig) -> tuple[Dataset, SplitSize]:
+  """Every file of a text corpus, tokenised in path order and packed as a split is."""
+  _check_cut(cfg)
+  spec = cfg.corpus or text_builder.STDLIB
+  corpus = text_builder.find_corpus(spec)
+  tok = tokenizers.make_tokenizer(cfg.tokenizer, cfg.spm_model)
+  texts = [text for _, text, _ in text_builder.documents(corpus, cfg.val_fraction)]
+  if not texts:
+    raise UserError(f"corpus {spec!r} has no non-empty UTF-8 text files")
+  encoded = (tok.encode_batch(texts) if hasattr(tok, "encode_batch")
+             else [tok.encode(t) for t in texts])
+  stream = packing.pack(encoded, tok.eod_id, packing.token_dtype(tok.vocab_size))
+  if packing.n_windows(stream.shape[0], cfg.seq_len) == 0:
+    raise UserError(f"corpus {spec!r} holds {stream.shape[0]} tokens, less than one window "
+                    f"of seq_len={cfg.seq_len}; add text")
+  ds = _cut(cfg, f"{spec} (all files)", tok, stream, stream)
+  return ds, SplitSize("all", len(texts), int(stream.shape[0]), "files")
+
+
 def train_batch(ds: Dataset, step: int, rows: np.ndarray | None = None) -> dict:
   """Rows (default: all) of global batch `step`: {'inputs', 'targets'}, int32 [R, seq_len]."""
   samples = packing.step_samples(step, ds.cfg.batch_size, rows)

@@ -158,6 +158,18 @@ def documents(corpus: Corpus, val_fraction: float):
       yield relpath, text, is_validation(relpath, content, val_fraction)
 
 
+class TooFewDocuments(UserError):
+  """A corpus whose documents all fall in one split: TFDS cannot write the other."""
+
+  def __init__(self, spec: str, n: int, val_fraction: float):
+    super().__init__(f"corpus {spec!r} has {n} documents, too few to give both splits one at "
+                     f"val_fraction={val_fraction}; add files or change it")
+    self.spec, self.n, self.val_fraction = spec, n, val_fraction
+
+  def __reduce__(self):  # pickled as it was made (a Ray worker's error reaches the driver)
+    return TooFewDocuments, (self.spec, self.n, self.val_fraction)
+
+
 def build(spec: str, data_dir: str, val_fraction: float = 0.05) -> str:
   """Prepares the corpus under `data_dir` once; returns its TFDS name `chinchax_text/<cfg>`.
 
@@ -174,8 +186,7 @@ def build(spec: str, data_dir: str, val_fraction: float = 0.05) -> str:
     if not n_val:
       raise UserError(f"corpus {spec!r} has no non-empty UTF-8 text files")
     if all(n_val) or not any(n_val):
-      raise UserError(f"corpus {spec!r} has {len(n_val)} documents, too few to give both "
-                      f"splits one at val_fraction={val_fraction}; add files or change it")
+      raise TooFewDocuments(spec, len(n_val), val_fraction)
     _prepare_quietly(builder)
   return f"{NAME}/{builder.builder_config.name}"
 

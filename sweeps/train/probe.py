@@ -5,16 +5,24 @@ state layout the checkpoints hold, the eval step). Each selected checkpoint (`al
 from WORKDIR/checkpoints/, `best` from WORKDIR/checkpoints_best/) is evaluated on the run's own
 validation set ("validation") and on the validation split of every extra corpus (a directory
 or glob, built like a training corpus) or prepared TFDS dataset, with the run's tokenizer and
-sequence length, over the first `eval_tokens` tokens (default: the run's). The loss is the one
-of result.json: mean cross-entropy in nats per target token.
+sequence length, over the first `eval_tokens` tokens (default: the run's; "all": every whole
+batch the split holds). The loss is the one of result.json: mean cross-entropy in nats per
+target token.
 
-Output: WORKDIR/eval_probe.jsonl, one line {"step", "tokens", "set", "eval_loss",
+`split` picks the split scored instead (`data.open_split`): "train" (the whole train split) or
+"all" (every file of a text corpus, read from the files in path order, so a corpus too small
+to give both splits a file is scored too; a TFDS dataset's train then validation split). The
+run's own set is then named after the split ("train", "all"). Each set's size (files or
+documents, tokens) goes to `say` before any checkpoint is scored.
+
+Output: WORKDIR/eval_probe.jsonl, one line {"step", "tokens", "set", "split", "eval_loss",
 "eval_tokens", "checkpoint"} per (checkpoint, set); a later probe of the same (step, set,
-eval_tokens) replaces the earlier line. The file is rewritten atomically.
+split, eval_tokens) replaces the earlier line. The file is rewritten atomically.
 """
 
 import dataclasses
 import json
+import math
 import os
 
 import jax
@@ -23,6 +31,7 @@ import orbax.checkpoint as ocp
 from chinchax import atomic
 from chinchax.errors import UserError
 from chinchax.sweeps import data
+from chinchax.sweeps.data import packing, text_builder
 from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import hooks, setup
 
@@ -64,7 +73,7 @@ def read_config(workdir: str):
 
 
 def write_probes(path: str, rows: list[dict]) -> None:
-  key = lambda r: (r["step"], r["set"], r["eval_tokens"])
+  key = lambda r: (r["step"], r["set"], r.get("split", "validation"), r["eval_tokens"])
   old = [json.loads(l) for l in (atomic.read_text(path) or "").splitlines() if l.strip()]
   new = {key(r) for r in rows}
   kept = [r for r in old if key(r) not in new] + rows
@@ -72,7 +81,8 @@ def write_probes(path: str, rows: list[dict]) -> None:
 
 
 def probe(workdir: str, steps: str = "last", corpora=(), names=(),
-          eval_tokens: int | None = None) -> list[dict]:
+          eval_tokens: int | str | None = None, split: str = "validation",
+          say=None) -> list[dict]:
   """Evaluates the run in `workdir` (see the module docstring); returns the rows written."""
   atomic.check_backend(workdir)
   workdir = atomic.absolute(workdir)
@@ -84,14 +94,24 @@ def probe(workdir: str, steps: str = "last", corpora=(), names=(),
   chosen = select_steps(steps, steps_in(CHECKPOINTS), steps_in(hooks.BEST_DIR))
   # Fail before compute: every held-out set opens and holds the eval tokens.
   base = run_config.data_config(c)
-  sets = {"validation": data.open_dataset(base)}
-  for corpus in corpora:
-    sets[corpus] = data.open_dataset(dataclasses.replace(base, corpus=corpus))
-  for name in names:
-    sets[name] = data.open_dataset(dataclasses.replace(base, corpus=None, name=name))
   eval_tokens = eval_tokens or int(c.eval_tokens)
-  n_eval = {k: data.n_eval_batches(ds, eval_tokens) for k, ds in sets.items()}
-  model = setup.make_model(c, run_config.model_config(c, sets["validation"].vocab_size),
+  wanted = None if eval_tokens == "all" else int(eval_tokens)
+  sources = {split: base}
+  for corpus in corpora:
+    sources[corpus] = dataclasses.replace(base, corpus=corpus)
+  for name in names:
+    sources[name] = dataclasses.replace(base, corpus=None, name=name)
+  sets, n_eval, sizes = {}, {}, {}
+  for name, cfg in sources.items():
+    sets[name], sizes[name] = _open_split(name, cfg, split, wanted)
+    n_eval[name] = _n_batches(name, sizes[name], sets[name], wanted)
+  for name, size in sizes.items():
+    if say:
+      whose = "the run's data, " if name == split else ""
+      say(f"{name}: {whose}{size.split} split: {_count(size.documents, size.unit)}, "
+          f"{size.tokens:,} tokens; scoring {n_eval[name] * c.batch_size * c.seq_len:,} "
+          "of them")
+  model = setup.make_model(c, run_config.model_config(c, sets[split].vocab_size),
                            setup.make_mesh(c))
   tokens_per_step = c.batch_size * c.seq_len
 
@@ -102,9 +122,43 @@ def probe(workdir: str, steps: str = "last", corpora=(), names=(),
     for name, ds in sets.items():
       loss = hooks.eval_loss_on(model.eval_step, state["params"], ds, n_eval[name],
                                  model.batch_sharding)
-      rows.append({"step": step, "tokens": step * tokens_per_step, "set": name,
+      rows.append({"step": step, "tokens": step * tokens_per_step, "set": name, "split": split,
                    "eval_loss": loss, "eval_tokens": n_eval[name] * tokens_per_step,
                    "checkpoint": folder})
   if jax.process_index() == 0:
     write_probes(os.path.join(workdir, PROBE_FILE), rows)
   return rows
+
+
+def _open_split(name: str, cfg: data.DataConfig, split: str, wanted: int | None):
+  """`data.open_split`, whose refusal of a corpus too small to split says what scores it."""
+  try:
+    # The stream's first (wanted + a batch) tokens: what the eval reads, whole windows.
+    extra = cfg.batch_size * (cfg.seq_len + 1)
+    return data.open_split(cfg, split, None if wanted is None else wanted + extra)
+  except text_builder.TooFewDocuments as e:
+    raise UserError(f"{name}: {_count(e.n, 'files')}, too few to give both splits one (a file "
+                    f"goes to validation with probability {e.val_fraction:g}, by a hash of its "
+                    "path and bytes); score every file with --split=all") from None
+
+
+def _n_batches(name: str, size, ds: data.Dataset, wanted: int | None) -> int:
+  """Eval batches of `wanted` tokens (None: every whole batch) that the split holds."""
+  B, L = ds.cfg.batch_size, ds.cfg.seq_len
+  have = packing.n_windows(size.tokens, L)
+  n = have // B if wanted is None else max(1, math.ceil(wanted / (B * L)))
+  if n == 0 or n * B > have:
+    need = (f"one batch of {B}" if wanted is None else
+            f"the {n * B} that --eval_tokens={wanted} needs at the run's batch of {B}")
+    todo = [] if wanted is None else ["lower --eval_tokens"]
+    if size.split != "all":
+      todo.append("score every file with --split=all")
+    raise UserError(f"{name}: its {size.split} split holds {have} windows of {L} tokens "
+                    f"({_count(size.documents, size.unit)}, {size.tokens:,} tokens), fewer than "
+                    f"{need}; {' or '.join(todo) or 'add text'}")
+  return n
+
+
+def _count(n: int, unit: str) -> str:
+  """'1 file', '40 files', '1,000 documents'."""
+  return f"{n:,} {unit[:-1] if n == 1 else unit}"
