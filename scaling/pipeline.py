@@ -40,6 +40,7 @@ from chinchax.scaling.isoflop import bootstrap as isoflop_bootstrap
 from chinchax.scaling.parametric import fit as parametric
 from chinchax.scaling.numerics import intervals, power
 from chinchax.scaling.runs import anomalies
+from chinchax.scaling.runs import design as design_lib
 from chinchax.scaling.law import build as law_build
 from chinchax.scaling.parametric import fit as bootstrap_lib
 from chinchax.scaling.law.artifact import ScalingLaw
@@ -203,7 +204,25 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
     notes.append(f"{int(repeats.sum())} of {len(all_runs)} runs repeat data (D > U): "
                  "Approaches 1-3 fit the other runs, the data-constrained law fits them all")
 
+  design = design_lib.read(runs)
   entries, fits, draws, samples3, skipped = {}, {}, {}, None, []
+  if not design.separable:
+    if o.base_law is None:  # no approach can fit it, and no base law to fit R_D* on
+      raise UserError(design_lib.not_separable(design))
+    skipped.append(f"Approaches 1-3: {design_lib.not_separable(design)}")
+    wanted = ()
+  if "2" in wanted and not design.supports_isoflop:
+    if explicit:
+      warnings.append(f"Approach 2 was asked for, but this design has no IsoFLOP groups "
+                      f"({design.text}): its minima rest on budgets of fewer than "
+                      f"{design_lib.MIN_SIZES} sizes, or on pseudo-budgets of runs that share "
+                      "a C by chance")
+    else:
+      skipped.append(f"Approach 2: it needs {design_lib.MIN_GROUPS} or more IsoFLOP groups "
+                     f"of {design_lib.MIN_SIZES}+ sizes at about one C, and this design has "
+                     f"{design.isoflop_groups} ({design.text})")
+      wanted = tuple(k for k in wanted if k != "2")
+  log(f"design: {design.text}")
   for name in sorted(wanted, reverse=True):  # 3, then 2, then 1
     try:
       if name == "3":
@@ -273,6 +292,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   else:  # only the data-constrained law was fitted, on the given base law
     doc = _base_law_doc(o, common)
   doc["fit"]["disagreements"] = disagreements
+  doc["data"]["design"] = design.to_dict()
   if entries:
     doc["backtest"] = law_build.plain(bt)
   return Fitted(doc=doc, runs=runs, fits=fits, draws=draws, level=o.ci)

@@ -19,10 +19,18 @@ def miss(doc_backtest: Mapping[str, Any] | None, approach: str, dropped: int = 1
   for h in (doc_backtest or {}).get("holdouts", ()):
     if h["dropped"] == dropped:
       got = h["approaches"].get(approach)
-      if not got or "error" in got:
+      if not got or "error" in got or not measurable(h):
         return None
       return {**got, "reference_N_rel_sd": h["reference"].get("N_rel_sd")}
   return None
+
+
+def measurable(holdout: Mapping[str, Any]) -> bool:
+  """Whether a holdout's misses measure anything: its reference N* is a bound when the
+  held-out budget's lowest loss is at an end of its sizes, or it has fewer than 3 sizes
+  (`backtest.reference` flags both `at_edge`), and a miss against a bound says nothing of
+  which approach forecasts better. Such a holdout is reported, and chooses nothing."""
+  return not holdout["reference"]["at_edge"]
 
 
 def pct(x: float) -> str:
@@ -55,7 +63,8 @@ def headline(bt: Mapping[str, Any] | None, order: Sequence[str]) -> list[str]:
       continue
     clauses = [_clause(k, g, i == 0) for i, (k, g) in enumerate(scored)]
     ref = h["reference"]
-    edge = (" (its lowest loss is at an end of its sizes: the reference N* is a bound)"
+    edge = (" (its lowest loss is at an end of its sizes: the reference N* is a bound, so the "
+            "misses are not measurable and choose no approach)"
             if ref["at_edge"] else f" (the held-out budget's own N* is known to "
             f"±{pct(ref['N_rel_sd'])})" if ref.get("N_rel_sd") is not None and h["dropped"] == 1
             else "")

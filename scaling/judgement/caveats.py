@@ -129,9 +129,17 @@ def recommend(entries: Mapping[str, Mapping[str, Any]], asked: Sequence[str] | N
                  "warnings)")
   for other in PREFERENCE:
     usable = other != "3" or (e3 and not e3.get("problems"))
-    if other != k and other in entries and usable and _forecasts_better(entries, other, k):
+    usable = usable and other in entries and (sound(entries[other]) or not sound(entries[k]))
+    if other != k and usable and _forecasts_better(entries, other, k):
       return other, _backtest_why(entries, other, k)
   return k, why
+
+
+def sound(entry: Mapping[str, Any]) -> bool:
+  """An approach with an interval of a that passed its own checks (no lack of fit): the
+  backtest never recommends one without both over one with them."""
+  ci = entry.get("ci") or {}
+  return ci.get("a") is not None and (entry.get("lack_of_fit") or {}).get("fits") is not False
 
 
 def _forecasts_better(entries, k: str, other: str | None) -> bool:

@@ -9,6 +9,9 @@
     stopped early reports a loss too high for its D.
 * Diverged runs: a loss of nan or inf (a CSV's `nan`, a DataFrame's NaN); they are kept
     out of the fit, since a diverged run says how the run went, not what the law is.
+* A loss in other units: losses above UNITS_ABOVE = 20, which no loss in nats or bits per
+    token or byte reaches (a 50k vocabulary's untrained loss is 10.8 nats, 15.6 bits):
+    perplexities or percentages.
 * Budgets that disagree with C: a run whose nominal `budget` differs from its C (6·N·D, or
     the file's C, under the chosen conventions) by more than BUDGET_TOLERANCE (relative). A
     sweep spends each budget to within half a batch, far inside it; beyond it the budgets were
@@ -78,9 +81,28 @@ def budgets(C: np.ndarray, budget: np.ndarray, names, flops: str) -> list[str]:
           "convention, or N or D is wrong"]
 
 
+UNITS_ABOVE = 20.0  # nats (or bits) per token or byte: no language model's loss is this high
+
+
+def units(loss: np.ndarray) -> list[str]:
+  """A warning when losses lie above UNITS_ABOVE: not nats or bits per token or byte."""
+  finite = loss[np.isfinite(loss)]
+  high = finite > UNITS_ABOVE
+  if not high.any():
+    return []
+  lo, hi = float(finite.min()), float(finite.max())
+  likely = "perplexities (exp of the loss in nats: fit ln(perplexity))"
+  if hi <= 100:
+    likely += ", or percentages (an error rate x 100)"
+  return [f"{int(high.sum())} of {len(finite)} losses are above {UNITS_ABOVE:g} (they run "
+          f"from {fmt.num(lo)} to {fmt.num(hi)}), which no loss in nats or bits per token or "
+          f"byte is: these look like {likely}; convert the column before fitting, since the "
+          "law's form and its exponents assume a loss"]
+
+
 def data_warnings(runs) -> list[str]:
   """Every warning above for `runs` (a scaling.runs.table.Runs)."""
   names = list(runs.name)
   return [*swapped(runs.N, runs.D, names), *duplicates(runs.N, runs.D, runs.loss, names),
           *unfinished(dict(runs.unfinished)), *diverged(list(runs.diverged)),
-          *budgets(runs.C, runs.budget, names, runs.flops)]
+          *budgets(runs.C, runs.budget, names, runs.flops), *units(runs.loss)]

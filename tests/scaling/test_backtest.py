@@ -121,7 +121,8 @@ def test_the_backtest_lines_round_each_miss_as_written():
       "(the held-out budget's own N* is known to ±10%)",
       "  predicting it without the largest two (fitted on 5e10-4e11), Approach 3 missed its "
       "N* by 60% and its loss by 10%; Approach 2 its N* by 12% (its lowest loss is at an end "
-      "of its sizes: the reference N* is a bound)"]
+      "of its sizes: the reference N* is a bound, so the misses are not measurable and "
+      "choose no approach)"]
   assert backtest_doc.headline(bt, ["2", "3"])[0] == (
       "backtest: fitted on 5e10-1.5e12; predicting the largest budget from the others, "
       "Approach 2 missed its N* by 10%; Approach 3 its N* by 9.1% and its loss by 0.31% "

@@ -1,0 +1,117 @@
+"""What design the runs have, read before any fit: which approaches it can support, and
+whether it can separate N from D at all.
+
+Runs are counted in distinct sizes, token counts and D/N ratios, each value within SAME
+(relative) of another being one: a shape recipe rounds N a little differently per run, a
+batch rounds D. The kinds, first match wins:
+
+* one D: every run at one D (a Pythia-style suite of sizes) — N is varied, D is not;
+* one N: every run one size at several D (checkpoints of one model) — D is varied, N is not;
+* one ray: every run at one D/N — N and D move together, log D = log N + const;
+* IsoFLOP: at least MIN_GROUPS budget groups (runs whose C agree within
+  `table.BUDGET_RTOL`) of at least MIN_SIZES distinct sizes hold most of the runs;
+* a ladder: every size of the runs trained at 2 to LADDER_MAX_D distinct D (a few sizes x a
+  few token multipliers);
+* checkpoints along D: sizes each seen at more than LADDER_MAX_D distinct D (evaluations of
+  each model during training);
+* a mix: anything else (part grid, part ladder).
+
+The law E + A/N^alpha + B/D^beta separates the N term from the D term only if log N and
+log D vary independently: the first three kinds cannot, and the fit refuses them in one line
+saying what is and is not identified rather than hand a singular system to a solver.
+Approach 2 needs IsoFLOP groups; on a design without them it is skipped with a note."""
+
+import dataclasses
+
+import numpy as np
+
+from chinchax.scaling.numerics import fmt
+from chinchax.scaling.runs.table import Runs, budget_groups
+
+SAME = 0.02  # values within 2% are one size, one D, one ratio
+MIN_SIZES = 3  # an IsoFLOP group: at least this many distinct sizes at about one C
+MIN_GROUPS = 2
+LADDER_MAX_D = 6  # more distinct D per size than this: checkpoints along D, not a ladder
+
+
+def distinct(x: np.ndarray) -> int:
+  """How many distinct values `x` holds, values within SAME of the previous one being one."""
+  v = np.sort(np.log(np.asarray(x, np.float64)))
+  return int(1 + np.sum(np.diff(v) > np.log1p(SAME))) if len(v) else 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Design:
+  kind: str            # one_D | one_N | one_ray | isoflop | ladder | checkpoints | mix
+  n_runs: int
+  n_sizes: int
+  n_tokens: int        # distinct D
+  n_ratios: int        # distinct D/N
+  isoflop_groups: int  # budget groups of >= MIN_SIZES distinct sizes
+  text: str            # one line: the design and what it supports
+
+  @property
+  def separable(self) -> bool:
+    return self.kind not in ("one_D", "one_N", "one_ray")
+
+  @property
+  def supports_isoflop(self) -> bool:
+    return self.isoflop_groups >= MIN_GROUPS
+
+  def to_dict(self) -> dict:
+    return {"kind": self.kind, "runs": self.n_runs, "sizes": self.n_sizes,
+            "tokens": self.n_tokens, "ratios": self.n_ratios,
+            "isoflop_groups": self.isoflop_groups, "text": self.text}
+
+
+def _per_size_tokens(N: np.ndarray, D: np.ndarray) -> list[int]:
+  """The distinct D of each distinct size."""
+  order = np.argsort(N)
+  logN = np.log(N[order])
+  cuts = np.flatnonzero(np.diff(logN) > np.log1p(SAME)) + 1
+  return [distinct(D[order][s]) for s in np.split(np.arange(len(N)), cuts)]
+
+
+def read(runs: Runs) -> Design:
+  """The design of `runs` (their finite-loss runs)."""
+  ok = np.isfinite(runs.loss)
+  N, D = runs.N[ok], runs.D[ok]
+  n, sizes, tokens, ratios = int(ok.sum()), distinct(N), distinct(D), distinct(D / N)
+  groups = [g for g in budget_groups(runs.subset(ok)) if distinct(N[g]) >= MIN_SIZES]
+  in_groups = sum(len(g) for g in groups)
+  per_size = _per_size_tokens(N, D) if n else []
+  if n and tokens == 1:
+    kind, text = "one_D", (f"one D ({fmt.num(float(np.median(D)))} tokens) for all {n} runs "
+                           f"of {sizes} sizes: the loss against N at that D")
+  elif n and sizes == 1:
+    kind, text = "one_N", (f"one N ({fmt.num(float(np.median(N)))} parameters) for all {n} "
+                           f"runs at {tokens} D: the loss against D at that size")
+  elif n and ratios == 1:
+    kind, text = "one_ray", (f"one D/N ({float(np.median(D / N)):.3g} tokens per parameter) "
+                             f"for all {n} runs: the loss along that ray")
+  elif len(groups) >= MIN_GROUPS and in_groups >= 0.5 * n:
+    kind, text = "isoflop", (f"IsoFLOP groups: {len(groups)} budgets of {MIN_SIZES}+ sizes "
+                             f"hold {in_groups} of {n} runs ({sizes} sizes)")
+  elif per_size and min(per_size) >= 2 and max(per_size) <= LADDER_MAX_D:
+    kind, text = "ladder", (f"a ladder: {sizes} sizes, each at {min(per_size)}-"
+                            f"{max(per_size)} token counts ({n} runs)")
+  elif per_size and np.median(per_size) > LADDER_MAX_D:
+    kind, text = "checkpoints", (f"checkpoints along D: {sizes} sizes, each at up to "
+                                 f"{max(per_size)} token counts ({n} runs)")
+  else:
+    kind, text = "mix", (f"a mix: {sizes} sizes, {tokens} token counts, {len(groups)} "
+                         f"IsoFLOP groups of {MIN_SIZES}+ sizes ({n} runs)")
+  return Design(kind, n, sizes, tokens, ratios, len(groups), text)
+
+
+def not_separable(d: Design) -> str:
+  """The one line a fit of a design that cannot separate N from D says instead."""
+  what = {"one_D": "the D term (B, beta) and so the allocation N*(C), D*(C) are not "
+                   "identified; only L(N) = E' + A/N^alpha at that D is",
+          "one_N": "the N term (A, alpha) and so the allocation are not identified; only "
+                   "L(D) = E' + B/D^beta at that N is",
+          "one_ray": "the N and D terms cannot be told apart, so the allocation is not "
+                     "identified; only the loss along that ray is"}[d.kind]
+  return (f"these runs cannot separate N from D ({d.text}): {what}; a scaling law needs "
+          "runs at two or more D for some size and two or more sizes (an IsoFLOP grid, or a "
+          "ladder of sizes x token counts)")

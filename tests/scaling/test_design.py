@@ -1,0 +1,173 @@
+"""The design reading (scaling/runs/design.py) and what the fit does with it: each design
+from a known truth is read as what it is; designs that cannot separate N from D are refused
+in one line that says what is identified, never a traceback; Approach 2 runs only on IsoFLOP
+groups; a backtest against a bound chooses nothing; losses in other units are named."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from chinchax.scaling.judgement import backtest_doc, caveats
+from chinchax.scaling.runs import anomalies, design
+from chinchax.scaling.runs.table import make_runs
+from tests.helpers import synthetic_law, truths
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HOFFMANN = synthetic_law.HOFFMANN
+
+
+def _runs(N, D, loss=None, noise=0.005, seed=0, truth=synthetic_law.loss):
+  N, D = np.asarray(N, float), np.asarray(D, float)
+  rng = np.random.default_rng(seed)
+  L = truth(N, D) * np.exp(noise * rng.standard_normal(len(N))) if loss is None else loss
+  return N, D, L
+
+
+def ladder(truth=synthetic_law.loss, seed=0):
+  """5 sizes x token multipliers 1-10x of 20 tokens per parameter."""
+  N, D = np.meshgrid(np.geomspace(1e8, 2e9, 5), np.array([1, 2, 5, 10]) * 20.0)
+  N = N.ravel()
+  return _runs(N, D.ravel() * N, truth=truth, seed=seed)
+
+
+def checkpoints(truth=synthetic_law.loss, seed=0):
+  """8 models, each evaluated at 15 D from 1 to 40 tokens per parameter."""
+  N, m = np.meshgrid(np.geomspace(5e7, 3e9, 8), np.geomspace(1, 40, 15))
+  N = N.ravel()
+  return _runs(N, m.ravel() * N, truth=truth, seed=seed)
+
+
+def isoflop():
+  g = synthetic_law.isoflop(noise=0.005)
+  return g["N"], g["D"], g["loss"]
+
+
+def one_D():
+  N = np.geomspace(7e7, 1.2e10, 8)
+  return _runs(N, np.full(8, 3e11))
+
+
+def one_N():
+  return _runs(np.full(8, 1e9), np.geomspace(1e9, 1e12, 8))
+
+
+def one_ray():
+  N = np.geomspace(7e7, 1.2e10, 8)
+  return _runs(N, 20 * N)
+
+
+def mix():
+  a, b = isoflop(), ladder()
+  return tuple(np.concatenate([x[:18], y]) for x, y in zip(a, b))  # two budgets + a ladder
+
+
+@pytest.mark.parametrize("make, kind", [
+    (isoflop, "isoflop"), (ladder, "ladder"), (checkpoints, "checkpoints"), (one_D, "one_D"),
+    (one_N, "one_N"), (one_ray, "one_ray"), (mix, "mix")])
+def test_each_design_is_read_as_what_it_is(make, kind):
+  N, D, L = make()
+  d = design.read(make_runs(N, D, L))
+  assert d.kind == kind, d.text
+  assert d.separable == (kind not in ("one_D", "one_N", "one_ray"))
+  assert d.supports_isoflop == (kind in ("isoflop", "mix"))  # the mix holds two budgets
+
+
+def test_distinct_counts_values_within_two_percent_as_one():
+  assert design.distinct(np.array([1e8, 1.01e8, 1.5e8, 1.51e8, 3e8])) == 3
+  assert design.distinct(np.array([1e8, 1.03e8])) == 2
+
+
+def _csv(tmp_path, name, N, D, L):
+  path = tmp_path / f"{name}.csv"
+  rows = ["N,D,loss"] + [f"{n:.8g},{d:.8g},{l!s}" for n, d, l in zip(N, D, L)]
+  path.write_text("\n".join(rows) + "\n")
+  return str(path)
+
+
+def _fit(*argv):
+  return subprocess.run([sys.executable, "-m", "chinchax.cli", "fit", *argv, "--bootstrap=50"],
+                        capture_output=True, text=True, timeout=600,
+                        env=dict(os.environ, PYTHONPATH=ROOT))
+
+
+def _ray_with_a_nan():
+  N, D, L = one_ray()
+  L = L.copy()
+  L[3] = np.nan
+  return N, D, L
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make, identified", [
+    (one_D, "only L(N) = E' + A/N^alpha at that D is"),
+    (one_N, "only L(D) = E' + B/D^beta at that N is"),
+    (one_ray, "only the loss along that ray is"),
+    (_ray_with_a_nan, "only the loss along that ray is")])
+def test_a_design_that_cannot_separate_n_from_d_is_one_line(tmp_path, make, identified):
+  p = _fit(_csv(tmp_path, "runs", *make()), f"--out={tmp_path / 'law.json'}")
+  assert p.returncode == 2, p.stderr
+  lines = p.stderr.strip().splitlines()
+  assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+  assert lines[0].startswith("chinchax fit: error: these runs cannot separate N from D (")
+  assert identified in lines[0]
+  assert not (tmp_path / "law.json").exists()
+
+
+@pytest.mark.slow
+def test_checkpoints_along_d_skip_approach_2_and_recommend_the_law(tmp_path):
+  out = tmp_path / "law.json"
+  p = _fit(_csv(tmp_path, "runs", *checkpoints()), f"--out={out}")
+  assert p.returncode == 0, p.stderr
+  assert p.stderr.splitlines()[0].startswith("design: checkpoints along D: 8 sizes")
+  law = json.loads(out.read_text())
+  assert law["data"]["design"]["kind"] == "checkpoints"
+  assert "2" not in law["approaches"]
+  assert any(n.startswith("skipped: Approach 2: it needs 2 or more IsoFLOP groups")
+             for n in law["notes"])
+  assert law["recommended"]["approach"] == "3"
+  lo, hi = law["approaches"]["3"]["ci"]["a"]
+  assert lo <= synthetic_law.a_true() <= hi  # the truth's a = beta/(alpha+beta) = 0.4516
+
+
+def test_a_backtest_against_a_bound_chooses_nothing():
+  holdout = {"dropped": 1, "reference": {"N": 1e9, "loss": 2.0, "at_edge": True},
+             "approaches": {"1": {"N": 1e9, "N_error": 0.01, "loss": None, "loss_error": None},
+                            "3": {"N": 2e9, "N_error": 1.0, "loss": 2.0, "loss_error": 0.0}}}
+  bt = {"holdouts": [holdout]}
+  assert backtest_doc.miss(bt, "1") is None and backtest_doc.miss(bt, "3") is None
+  holdout["reference"]["at_edge"] = False
+  assert backtest_doc.miss(bt, "1")["N_error"] == 0.01
+
+
+def _entry(a_ci, fits=True, miss=None):
+  return {"ci": {"a": a_ci} if a_ci else None, "lack_of_fit": {"fits": fits},
+          "problems": [], "backtest": None if miss is None else {
+              "N_error": miss, "reference_N_rel_sd": 0.01}}
+
+
+def test_an_approach_without_an_interval_is_never_recommended_over_a_sound_one():
+  # Approach 1 forecasts the held-out N* 20x better but has no interval: 3 stays.
+  entries = {"3": _entry([0.4, 0.5], miss=1.0), "1": _entry(None, fits=None, miss=0.05)}
+  assert caveats.recommend(entries)[0] == "3"
+  entries["1"] = _entry([0.3, 0.6], fits=None, miss=0.05)  # with an interval it may
+  assert caveats.recommend(entries)[0] == "1"
+  entries["1"] = _entry([0.3, 0.6], fits=False, miss=0.05)  # not if its checks failed
+  assert caveats.recommend(entries)[0] == "3"
+
+
+def test_losses_in_other_units_are_named():
+  assert anomalies.units(np.array([2.1, 3.0, np.nan])) == []
+  [line] = anomalies.units(np.array([10.0, 24.5, 99.5]))  # perplexities
+  assert line.startswith("2 of 3 losses are above 20 (they run from 10 to 99.5), which no")
+  assert "perplexities" in line and "percentages" in line
+  [line] = anomalies.units(np.array([150.0, 300.0]))
+  assert "perplexities" in line and "percentages" not in line
+
+
+def test_an_out_of_family_ladder_is_read_as_a_ladder():
+  N, D, L = ladder(truth=truths.kaplan)
+  assert design.read(make_runs(N, D, L)).kind == "ladder"
