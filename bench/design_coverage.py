@@ -1,0 +1,91 @@
+"""Coverage of the default fit on designs that are not IsoFLOP grids: ladders and checkpoints
+along D, from truths in and out of the law's family.
+
+For each design and truth, over `--draws` noise seeds (0.5% multiplicative noise): the
+default fit (`chinchax.fit`, every approach the design supports, `--resamples` bootstrap
+draws), which approach it recommends, whether that approach's 90% interval of a holds the
+true a, the median width of that interval, and whether the recommended law predicts losses.
+The true a is computed with no estimator: each truth's loss minimised numerically along
+C = 6ND at the design's smallest and largest C (tests/helpers/truths.py `a_true`).
+
+    python bench/design_coverage.py --draws=100 --resamples=200
+    python bench/design_coverage.py --designs=ladder --truths=chinchilla --draws=20
+"""
+
+import argparse
+import collections
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from tests.helpers import truths  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+import chinchax  # pylint: disable=g-import-not-at-top,wrong-import-position
+from chinchax.errors import UserError  # pylint: disable=g-import-not-at-top
+
+
+def ladder(rng):
+  """5 sizes x token multipliers 1, 2, 5, 10 of 20 tokens per parameter."""
+  N, m = np.meshgrid(np.geomspace(1e8, 2e9, 5), np.array([1, 2, 5, 10]) * 20.0)
+  del rng
+  return N.ravel(), (N * m).ravel()
+
+
+def checkpoints(rng):
+  """8 models, each evaluated at 15 D from 1 to 40 tokens per parameter."""
+  N, m = np.meshgrid(np.geomspace(5e7, 3e9, 8), np.geomspace(1, 40, 15))
+  del rng
+  return N.ravel(), (N * m).ravel()
+
+
+DESIGNS = {"ladder": ladder, "checkpoints": checkpoints}
+TRUTHS = {"chinchilla": truths.chinchilla, **{k: t.loss for k, t in truths.TRUTHS.items()}}
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  p.add_argument("--draws", type=int, default=100)
+  p.add_argument("--resamples", type=int, default=200)
+  p.add_argument("--noise", type=float, default=0.005)
+  p.add_argument("--designs", default=",".join(DESIGNS))
+  p.add_argument("--truths", default="chinchilla,kaplan,constant_lr")
+  a = p.parse_args()
+  print(f"{a.draws} draws per row, {a.resamples} resamples, noise {a.noise:.1%}")
+  print(f"{'design':<12} {'truth':<12} {'a true':>7} {'held':>6} {'width':>7} "
+        f"{'loss law':>8}  recommended    s/fit")
+  for dname in a.designs.split(","):
+    for tname in a.truths.split(","):
+      loss = TRUTHS[tname]
+      N, D = DESIGNS[dname](None)
+      C = 6 * N * D
+      a_true = truths.a_true(loss, [C.min(), C.max()])
+      held, widths, predicts, recommended, t0 = 0, [], 0, collections.Counter(), time.time()
+      for seed in range(a.draws):
+        rng = np.random.default_rng(seed)
+        L = loss(N, D) * np.exp(a.noise * rng.standard_normal(len(N)))
+        try:
+          with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            law = chinchax.fit({"N": N, "D": D, "loss": L}, bootstrap=a.resamples, seed=seed)
+        except UserError as e:
+          recommended[f"refused: {str(e)[:30]}"] += 1
+          continue
+        k = law.recommended["approach"]
+        recommended[k] += 1
+        lo, hi = law.doc["approaches"][k]["ci"]["a"] if law.doc["approaches"][k].get(
+            "ci") else (np.nan, np.nan)
+        held += bool(lo <= a_true <= hi)
+        widths.append(hi - lo)
+        predicts += bool(law.predicts_loss)
+      rec = ", ".join(f"{k}: {v}" for k, v in recommended.most_common())
+      print(f"{dname:<12} {tname:<12} {a_true:7.4f} {held:>3}/{a.draws:<3} "
+            f"{np.nanmedian(widths) if widths else np.nan:7.3f} {predicts:>4}/{a.draws:<3}  "
+            f"{rec:<14} {(time.time() - t0) / a.draws:5.1f}")
+
+
+if __name__ == "__main__":
+  main()
