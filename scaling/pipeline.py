@@ -211,19 +211,18 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
       raise UserError(design_lib.not_separable(design))
     skipped.append(f"Approaches 1-3: {design_lib.not_separable(design)}")
     wanted = ()
-  if "2" in wanted and not design.supports_isoflop:
-    if explicit:
-      warnings.append(f"Approach 2 was asked for, but this design has no IsoFLOP groups "
-                      f"({design.text}): its minima rest on budgets of fewer than "
-                      f"{design_lib.MIN_SIZES} sizes, or on pseudo-budgets of runs that share "
-                      "a C by chance")
-    else:
+  if "2" in wanted and not design.supports_isoflop and explicit:
+    warnings.append(f"Approach 2 was asked for, but this design has no IsoFLOP groups "
+                    f"({design.text}): its minima rest on budgets of fewer than "
+                    f"{design_lib.MIN_SIZES} sizes, or on pseudo-budgets of runs that share "
+                    "a C by chance")
+  log(f"design: {design.text}")
+  for name in sorted(wanted, reverse=True):  # 3, then 2, then 1
+    if name == "2" and not (design.supports_isoflop or explicit):
       skipped.append(f"Approach 2: it needs {design_lib.MIN_GROUPS} or more IsoFLOP groups "
                      f"of {design_lib.MIN_SIZES}+ sizes at about one C, and this design has "
                      f"{design.isoflop_groups} ({design.text})")
-      wanted = tuple(k for k in wanted if k != "2")
-  log(f"design: {design.text}")
-  for name in sorted(wanted, reverse=True):  # 3, then 2, then 1
+      continue
     try:
       if name == "3":
         entries["3"], fits["3"], samples3 = _approach3(runs, o, log)
