@@ -71,6 +71,7 @@ def _shown(v: Any) -> str:
 
 
 def said(items: list[tuple[str, Any, Any]]) -> str:
+  """`key old -> new, ...`: every changed key, so that the line says all that differs."""
   return ", ".join(f"{name} {_shown(a)} -> {_shown(b)}" for name, a, b in items)
 
 

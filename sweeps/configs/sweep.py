@@ -27,7 +27,7 @@ FREE, GRID = dict(role=keys.FREE), dict(role=keys.GRID)
 # cells (a rerun that changes them adds cells to the study), FREE keys change nothing a cell
 # measures (where cells run, the fit's resamples), any other is the study's identity.
 KEYS = (
-    K("name", "sweep", "the sweep's name", **FREE),
+    K("name", "sweep", "the sweep's name (its study's: another name is another study)"),
     K("budgets", (), "compute budgets C in FLOPs, one IsoFLOP group each", **GRID),
     K("flops", "6ND", "the convention the budgets are spent in: 6ND | chinchilla"),
     K("prior", "preset:hoffmann2022",
