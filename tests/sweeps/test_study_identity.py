@@ -156,3 +156,34 @@ def test_a_finished_run_rerun_with_another_config_exits_2(tmp_path):
   assert open(os.path.join(wd, "result.json"), "rb").read() == result
   same = train("--config.log_every=2")
   assert same.returncode == 0 and "already done" in same.stdout
+
+
+SYNTHETIC = os.path.join(ROOT, "tests", "helpers", "synthetic_sweep.py")
+
+
+def _sweep_process(cwd, *argv):
+  return subprocess.run([sys.executable, SYNTHETIC, "sweep", *argv, "--quiet"], cwd=cwd,
+                        capture_output=True, text=True, timeout=600,
+                        env=dict(os.environ, PYTHONPATH=ROOT))
+
+
+@pytest.mark.slow
+def test_as_processes_no_workdir_keeps_smoke_and_a_recipe_change_exits_2(tmp_path):
+  smoke = tmp_path / "runs" / "smoke"
+  smoke.mkdir(parents=True)
+  (smoke / "law.json").write_text('{"the smoke": "law"}\n')
+  before = _bytes(smoke)
+  argv = [a for a in synthetic_argv("unused") if not a.startswith("--workdir=")]
+  first = _sweep_process(tmp_path, *argv)
+  assert first.returncode == 0, first.stderr[-2000:]
+  assert first.stdout.splitlines()[0] == "sweep 'tiny' in runs/tiny"
+  assert _bytes(smoke) == before
+  tiny = tmp_path / "runs" / "tiny"
+  law = (tiny / "law.json").read_bytes()
+  again = _sweep_process(tmp_path, *argv, "--config.recipe.lr_ref=1.2e-3")
+  assert again.returncode == 2
+  assert again.stderr == (f"chinchax sweep: error: runs/tiny holds the study of another config: "
+                          "recipe.lr_ref 0.0006 -> 0.0012; a rerun may add budgets or sizes, or "
+                          "change where cells run and what is logged; pass another --workdir "
+                          "for a new study\n")
+  assert (tiny / "law.json").read_bytes() == law
