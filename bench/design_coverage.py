@@ -10,6 +10,7 @@ C = 6ND at the design's smallest and largest C (tests/helpers/truths.py `a_true`
 
     python bench/design_coverage.py --draws=100 --resamples=200
     python bench/design_coverage.py --designs=ladder --truths=chinchilla --draws=20
+    python bench/design_coverage.py --model-noise=0.01   # each model off the law by its own 1%
 """
 
 import argparse
@@ -51,10 +52,13 @@ def main():
   p.add_argument("--draws", type=int, default=100)
   p.add_argument("--resamples", type=int, default=200)
   p.add_argument("--noise", type=float, default=0.005)
+  p.add_argument("--model-noise", type=float, default=0.0,
+                 help="each size off the law by this much (lognormal sd), shared by its runs")
   p.add_argument("--designs", default=",".join(DESIGNS))
   p.add_argument("--truths", default="chinchilla,kaplan,constant_lr")
   a = p.parse_args()
-  print(f"{a.draws} draws per row, {a.resamples} resamples, noise {a.noise:.1%}")
+  print(f"{a.draws} draws per row, {a.resamples} resamples, noise {a.noise:.1%} per run"
+        f"{f' and {a.model_noise:.1%} per size' if a.model_noise else ''}")
   print(f"{'design':<12} {'truth':<12} {'a true':>7} {'held':>6} {'width':>7} "
         f"{'loss law':>8}  recommended    s/fit")
   for dname in a.designs.split(","):
@@ -66,7 +70,9 @@ def main():
       held, widths, predicts, recommended, t0 = 0, [], 0, collections.Counter(), time.time()
       for seed in range(a.draws):
         rng = np.random.default_rng(seed)
-        L = loss(N, D) * np.exp(a.noise * rng.standard_normal(len(N)))
+        sizes = np.unique(N, return_inverse=True)[1]
+        offset = a.model_noise * rng.standard_normal(sizes.max() + 1)[sizes]
+        L = loss(N, D) * np.exp(offset + a.noise * rng.standard_normal(len(N)))
         try:
           with warnings.catch_warnings():
             warnings.simplefilter("ignore")

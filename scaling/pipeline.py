@@ -110,7 +110,8 @@ def _interval_block(draws: dict[str, np.ndarray], names, level, entry) -> dict:
              for k in names if len(draws[k])}}
 
 
-def _approach3(runs: Runs, o: Options, log) -> tuple[dict, Any, np.ndarray | None]:
+def _approach3(runs: Runs, o: Options, log, by_size: bool = False
+               ) -> tuple[dict, Any, np.ndarray | None]:
   if len(runs) < 5:
     raise UserError(f"Approach 3 fits 5 parameters and needs at least 5 runs; got {len(runs)}")
   fit3 = parametric.fit_parametric(runs.N, runs.D, runs.loss, delta=o.delta)
@@ -122,13 +123,16 @@ def _approach3(runs: Runs, o: Options, log) -> tuple[dict, Any, np.ndarray | Non
            "bootstrap": None, "warnings": list(fit3.warnings)}
   samples = None
   if o.bootstrap:
-    log(f"bootstrap: {o.bootstrap} resamples of Approach 3 ...")
-    raw = bootstrap_lib.bootstrap_parametric(runs.N, runs.D, runs.loss, n_resamples=o.bootstrap,
-                                             seed=o.seed, delta=o.delta, fit=fit3)
+    log(f"bootstrap: {o.bootstrap} resamples of Approach 3"
+        f"{' (whole sizes, each with all its runs)' if by_size else ''} ...")
+    raw = bootstrap_lib.bootstrap_parametric(
+        runs.N, runs.D, runs.loss, n_resamples=o.bootstrap, seed=o.seed, delta=o.delta,
+        fit=fit3, clusters=design_lib.sizes_of(runs.N) if by_size else None)
     ok = np.all(np.isfinite(raw), axis=1) & np.all(raw[:, 1:] > 0, axis=1)
     samples = raw[ok]
     dropped = int((~ok).sum())
-    entry["bootstrap"] = {"kind": "pairs", "n_resamples": o.bootstrap, "dropped": dropped,
+    entry["bootstrap"] = {"kind": "sizes" if by_size else "pairs",
+                          "n_resamples": o.bootstrap, "dropped": dropped,
                           "seed": o.seed}
     if dropped:
       entry["warnings"].append(
@@ -225,7 +229,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
       continue
     try:
       if name == "3":
-        entries["3"], fits["3"], samples3 = _approach3(runs, o, log)
+        entries["3"], fits["3"], samples3 = _approach3(runs, o, log, design_lib.by_size(design))
         if samples3 is not None and len(samples3):
           draws["3"] = dict(zip(power.NAMES, power.from_theta(samples3).T))
       else:
@@ -280,7 +284,8 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
         E=fit3.E, A=fit3.A, B=fit3.B, alpha=fit3.alpha, beta=fit3.beta, delta=fit3.delta,
         n_starts=fit3.n_starts, objective=fit3.objective, n_at_best=fit3.n_at_best,
         n_points=fit3.n_points, fit_warnings=fit3.warnings, samples=samples3,
-        seed=o.seed if o.bootstrap else None, **common)
+        seed=o.seed if o.bootstrap else None,
+        bootstrap_kind=(entries["3"].get("bootstrap") or {}).get("kind", "pairs"), **common)
   elif approach in entries:
     e, d = entries[approach], draws.get(approach)
     doc = law_build.build_power_law(

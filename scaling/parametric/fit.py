@@ -223,8 +223,15 @@ EXPONENT_SCALES = (1.0, 0.6, 1.6)
 
 def bootstrap_parametric(N, D, loss, *, n_resamples=4000, seed=0,
                          delta=DEFAULT_DELTA,
-                         fit: ParametricFit | None = None) -> np.ndarray:
-  """(n_resamples, 5) refits, columns [E, A, B, alpha, beta]; deterministic given `seed`."""
+                         fit: ParametricFit | None = None, clusters=None) -> np.ndarray:
+  """(n_resamples, 5) refits, columns [E, A, B, alpha, beta]; deterministic given `seed`.
+
+  `clusters`: an integer label per run; each resample then draws whole clusters with
+  replacement (every run of a drawn cluster, as often as it was drawn) instead of runs. The
+  checkpoints of one model, or a ladder's runs of one size, share that model's deviation
+  from the law (its seed, its shape, the law's own misfit at that N): resampling them as
+  independent runs counts one model's deviation many times over and makes the interval
+  too narrow."""
   N, D, loss, _ = check_data(N, D, loss)
   if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or (
       n_resamples < 1):
@@ -237,7 +244,13 @@ def bootstrap_parametric(N, D, loss, *, n_resamples=4000, seed=0,
                     "pass the fit of this data or none")
   n = len(N)
   rng = np.random.default_rng(seed)
-  counts_Rxn = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
+  if clusters is None:
+    counts_Rxn = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
+  else:
+    _, of_n = np.unique(np.asarray(clusters), return_inverse=True)
+    k = int(of_n.max()) + 1
+    counts_Rxn = rng.multinomial(k, np.full(k, 1.0 / k), size=n_resamples)[:, of_n].astype(
+        np.float64)
   return refit(N, D, loss, counts_Rxn, fit, delta)
 
 

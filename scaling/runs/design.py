@@ -32,6 +32,7 @@ SAME = 0.02  # values within 2% are one size, one D, one ratio
 MIN_SIZES = 3  # an IsoFLOP group: at least this many distinct sizes at about one C
 MIN_GROUPS = 2
 LADDER_MAX_D = 6  # more distinct D per size than this: checkpoints along D, not a ladder
+MIN_CLUSTERS = 4  # fewer sizes than this and resampling sizes leaves too few distinct draws
 
 
 def distinct(x: np.ndarray) -> int:
@@ -62,6 +63,20 @@ class Design:
     return {"kind": self.kind, "runs": self.n_runs, "sizes": self.n_sizes,
             "tokens": self.n_tokens, "ratios": self.n_ratios,
             "isoflop_groups": self.isoflop_groups, "text": self.text}
+
+
+def sizes_of(N: np.ndarray) -> np.ndarray:
+  """A label per run: its size among the distinct sizes (values within SAME are one)."""
+  order = np.argsort(N)
+  label = np.empty(len(N), np.int64)
+  label[order] = np.concatenate([[0], np.cumsum(np.diff(np.log(N[order])) > np.log1p(SAME))])
+  return label
+
+
+def by_size(d: "Design") -> bool:
+  """Whether the fit's bootstrap resamples whole sizes: on a ladder or checkpoints along D,
+  where each size contributes several runs that share its deviation from the law."""
+  return d.kind in ("ladder", "checkpoints") and d.n_sizes >= MIN_CLUSTERS
 
 
 def _per_size_tokens(N: np.ndarray, D: np.ndarray) -> list[int]:

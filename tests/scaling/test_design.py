@@ -11,7 +11,9 @@ import sys
 import numpy as np
 import pytest
 
+import chinchax
 from chinchax.scaling.judgement import backtest_doc, caveats
+from chinchax.scaling.parametric import fit as parametric
 from chinchax.scaling.runs import anomalies, design
 from chinchax.scaling.runs.table import make_runs
 from tests.helpers import synthetic_law, truths
@@ -171,3 +173,43 @@ def test_losses_in_other_units_are_named():
 def test_an_out_of_family_ladder_is_read_as_a_ladder():
   N, D, L = ladder(truth=truths.kaplan)
   assert design.read(make_runs(N, D, L)).kind == "ladder"
+
+
+def test_one_run_per_cluster_is_the_pairs_bootstrap():
+  N, D, L = ladder()
+  pairs = parametric.bootstrap_parametric(N, D, L, n_resamples=20, seed=3)
+  runs = parametric.bootstrap_parametric(N, D, L, n_resamples=20, seed=3,
+                                         clusters=np.arange(len(N)))
+  np.testing.assert_array_equal(pairs, runs)
+
+
+def test_resampling_whole_models_widens_a_checkpoint_suites_interval():
+  """Eight models' 15 checkpoints each, every model off the law by its own 1% (its seed, its
+  shape), shared by all its checkpoints, plus 0.2% per checkpoint: resampling checkpoints as
+  if independent counts each model's offset 15 times over, and the interval of a that
+  resamples whole models is wider."""
+  N, D, _ = checkpoints()
+  rng = np.random.default_rng(0)
+  offset = rng.standard_normal(8)[design.sizes_of(N)]
+  L = synthetic_law.loss(N, D) * np.exp(0.01 * offset + 0.002 * rng.standard_normal(len(N)))
+
+  def width(clusters):
+    s = parametric.bootstrap_parametric(N, D, L, n_resamples=200, seed=0, clusters=clusters)
+    s = s[np.all(np.isfinite(s), axis=1)]
+    lo, hi = np.quantile(s[:, 4] / (s[:, 3] + s[:, 4]), [0.05, 0.95])
+    return hi - lo
+
+  assert width(design.sizes_of(N)) > 2 * width(None)
+
+
+def test_the_fit_resamples_sizes_on_ladders_and_checkpoints_only():
+  for make, kind in ((ladder, "sizes"), (checkpoints, "sizes"), (isoflop, "pairs")):
+    N, D, L = make()
+    law = chinchax.fit({"N": N, "D": D, "loss": L}, bootstrap=30, approaches="3")
+    assert law.doc["approaches"]["3"]["bootstrap"]["kind"] == kind
+    assert law.doc["bootstrap"]["kind"] == kind
+
+
+def test_sizes_are_labelled_by_distinct_value():
+  labels = design.sizes_of(np.array([3e8, 1e8, 1.01e8, 3.02e8, 2e8]))
+  assert labels.tolist() == [2, 0, 0, 2, 1]
