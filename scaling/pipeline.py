@@ -124,7 +124,7 @@ def _approach3(runs: Runs, o: Options, log, by_size: bool = False
   samples = None
   if o.bootstrap:
     log(f"bootstrap: {o.bootstrap} resamples of Approach 3"
-        f"{' (whole sizes, each with all its runs)' if by_size else ''} ...")
+        f"{' (whole models, each with all its checkpoints)' if by_size else ''} ...")
     raw = bootstrap_lib.bootstrap_parametric(
         runs.N, runs.D, runs.loss, n_resamples=o.bootstrap, seed=o.seed, delta=o.delta,
         fit=fit3, clusters=design_lib.sizes_of(runs.N) if by_size else None)

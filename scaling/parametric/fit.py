@@ -228,10 +228,9 @@ def bootstrap_parametric(N, D, loss, *, n_resamples=4000, seed=0,
 
   `clusters`: an integer label per run; each resample then draws whole clusters with
   replacement (every run of a drawn cluster, as often as it was drawn) instead of runs. The
-  checkpoints of one model, or a ladder's runs of one size, share that model's deviation
-  from the law (its seed, its shape, the law's own misfit at that N): resampling them as
-  independent runs counts one model's deviation many times over and makes the interval
-  too narrow."""
+  checkpoints of one model share that model's deviation from the law (its seed, its shape,
+  the law's own misfit at that N): resampling them as independent runs counts one model's
+  deviation many times over and makes the interval too narrow."""
   N, D, loss, _ = check_data(N, D, loss)
   if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or (
       n_resamples < 1):

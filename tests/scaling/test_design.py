@@ -202,8 +202,8 @@ def test_resampling_whole_models_widens_a_checkpoint_suites_interval():
   assert width(design.sizes_of(N)) > 2 * width(None)
 
 
-def test_the_fit_resamples_sizes_on_ladders_and_checkpoints_only():
-  for make, kind in ((ladder, "sizes"), (checkpoints, "sizes"), (isoflop, "pairs")):
+def test_the_fit_resamples_sizes_on_checkpoint_suites_only():
+  for make, kind in ((ladder, "pairs"), (checkpoints, "sizes"), (isoflop, "pairs")):
     N, D, L = make()
     law = chinchax.fit({"N": N, "D": D, "loss": L}, bootstrap=30, approaches="3")
     assert law.doc["approaches"]["3"]["bootstrap"]["kind"] == kind
