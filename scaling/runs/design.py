@@ -84,10 +84,8 @@ def by_size(d: "Design") -> bool:
 
 def _per_size_tokens(N: np.ndarray, D: np.ndarray) -> list[int]:
   """The distinct D of each distinct size."""
-  order = np.argsort(N)
-  logN = np.log(N[order])
-  cuts = np.flatnonzero(np.diff(logN) > np.log1p(SAME)) + 1
-  return [distinct(D[order][s]) for s in np.split(np.arange(len(N)), cuts)]
+  label = sizes_of(N)
+  return [distinct(D[label == k]) for k in range(int(label.max()) + 1)]
 
 
 def read(runs: Runs) -> Design:
