@@ -13,6 +13,7 @@ one never stopped.
 Outputs in `workdir`: config.json, metrics.jsonl, tensorboard/, checkpoints/, result.json.
 """
 
+import collections
 import dataclasses
 import math
 import time
@@ -28,6 +29,13 @@ from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import metrics
 from chinchax.sweeps.train import setup as setup_lib
 from chinchax.sweeps.train import stop as stop_lib
+
+# Train steps dispatched to the devices and not yet finished, at most. jax dispatches
+# asynchronously: unbounded, the host ran hundreds of steps ahead of the devices between two
+# log lines, and on CPU devices (a thread each, gloo across processes) that queue starved a
+# device's thread past XLA's all-reduce rendezvous timeout or deadlocked the collectives of
+# two processes (issue 40). Two keep the next step's dispatch overlapping the current one.
+IN_FLIGHT = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +95,7 @@ def steps(s: setup_lib.Setup, stop, log, progress=None) -> End:
   train_loss, losses = s.train_loss, list(s.losses)
   end = lambda **kw: End(state, step, train_loss, clock.train_s, tuple(losses), **kw)
   loop_start = s.clock.mark()
+  in_flight = collections.deque()  # the losses of the steps dispatched and not yet waited for
   while step < s.total_steps:
     for h in s.hooks:
       h.before_step(step)
@@ -94,9 +103,12 @@ def steps(s: setup_lib.Setup, stop, log, progress=None) -> End:
       batch = s.batches.batch(step)
     state, m = train_step(state, batch, s.model.lr[step])
     step += 1
+    in_flight.append(m["loss"])
+    if len(in_flight) > IN_FLIGHT:
+      jax.block_until_ready(in_flight.popleft())  # step - IN_FLIGHT has finished
 
     if step % c.log_every == 0 or step == s.total_steps:
-      train_loss = float(m["loss"])  # the only host sync in the loop
+      train_loss = float(m["loss"])  # a host sync, besides the run-ahead bound's
       failure = log_step(s, step, m, train_loss, clock, guard, log, progress)
       if failure:
         s.clock.rest("step", loop_start)
