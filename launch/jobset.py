@@ -13,9 +13,10 @@ settings of `launch/gpu.py`.
 
 Preemption: any pod that fails fails its Job (`backoffLimit: 0`), and the JobSet then
 recreates every Job, up to `max_restarts` times (`failurePolicy.maxRestarts`); the rerun sweep
-skips its done cells and resumes the checkpointed ones from the gs:// workdir. Exit statuses
-1 (cells or the fit failed) and 2 (a refused config) fail the JobSet at once
-(`podFailurePolicy` FailJob, then the JobSet rule FailJobSet): a rerun would fail the same way.
+skips its done cells and resumes the checkpointed ones from the gs:// workdir. So does a lost,
+stuck or missing host (chinchax/exit_codes.py). The statuses that table marks not restarted
+(1: cells or the fit failed; 2: a user mistake) fail the JobSet at once (`podFailurePolicy`
+FailJob, then the JobSet rule FailJobSet): a rerun would fail the same way.
 """
 
 
@@ -24,12 +25,13 @@ import shlex
 
 import yaml
 
+from chinchax import exit_codes
 from chinchax.launch import gpu
 from chinchax.sweeps.chips import hardware
 
 CONTAINER = "chinchax"
 GPU_PORT = 1234
-NO_RESTART_EXIT_CODES = (1, 2)  # cells/fit failed, config refused: a rerun fails the same way
+NO_RESTART_EXIT_CODES = exit_codes.NO_RESTART  # a rerun would fail the same way
 CHECKOUT = "/chinchax"
 
 

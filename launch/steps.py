@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TextIO
 
+from chinchax import exit_codes
 from chinchax.errors import UserError
 
 LOG, PID, EXIT = "chinchax-sweep.log", "chinchax-sweep.pid", "chinchax-sweep.exit"
@@ -119,14 +120,26 @@ def sweep_argv(python: str, config: str | None, overrides: Sequence[str],
   return argv
 
 
+RESTARTS = 3  # reruns on one host after a host problem, before the job is left failed
+RESTART_PAUSE_S = 5  # for the other hosts' processes to end too before this one joins again
+
+
 def remote_start(run_dir: str, argv: Sequence[str]) -> str:
   """A shell command that starts `argv` in `run_dir` detached from the ssh session.
 
   A background subshell that ignores SIGHUP (what `nohup` does; ignored signals stay ignored
   across exec) and reads nothing from the session, so closing the session does not stop it.
+  It reruns `argv` (up to RESTARTS times) when it exits with a status of a host problem
+  (chinchax/exit_codes.py's HOST: a lost, stuck or missing host), as every other host of the
+  job does, so that the job joins again and resumes from its last checkpoint.
   """
+  host = "|".join(str(c) for c in exit_codes.HOST)
+  loop = (f"n=0; while :; do {shlex.join(argv)}; rc=$?; case $rc in {host}) ;; *) break;; "
+          f"esac; [ $n -ge {RESTARTS} ] && break; n=$((n+1)); "
+          f'echo "chinchax: exit status $rc (a host problem): restart $n of {RESTARTS}"; '
+          f"sleep {RESTART_PAUSE_S}; done")
   return (f"cd {shlex.quote(run_dir)} || exit 1; rm -f {EXIT}; "
-          f'(trap "" HUP; {shlex.join(argv)}; echo $? > {EXIT}) '
+          f'(trap "" HUP; {loop}; echo $rc > {EXIT}) '
           f"< /dev/null > {LOG} 2>&1 & echo $! > {PID}")
 
 

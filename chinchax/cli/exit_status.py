@@ -3,7 +3,10 @@ signal's number, as a shell reports a killed process, with the resume hint on st
 
 import sys
 
-STOP_STATUS = {"SIGINT": 130, "SIGPIPE": 141, "SIGTERM": 143}
+from chinchax import exit_codes
+
+STOP_STATUS = {"SIGINT": exit_codes.SIGINT, "SIGPIPE": exit_codes.SIGPIPE,
+               "SIGTERM": exit_codes.SIGTERM}
 
 
 def stopped(prog: str, reason: str | None) -> int:
@@ -12,4 +15,4 @@ def stopped(prog: str, reason: str | None) -> int:
       reason or "", reason or "a signal")
   print(f"{prog}: stopped by {why}; finished work is recorded and the running one "
         "checkpointed: rerun the same command to resume", file=sys.stderr, flush=True)
-  return STOP_STATUS.get(reason or "", 143)
+  return STOP_STATUS.get(reason or "", exit_codes.SIGTERM)

@@ -8,8 +8,8 @@ machine), or the TPU VM metadata that `jax.distributed.initialize()` reads itsel
 
 Once joined, every process keeps in touch with the others through the coordinator
 (sweeps/hosts/watch.py): a process that stops beating for CHINCHAX_HEARTBEAT_S seconds (default 20) is
-lost, and every other one prints one line naming it and exits with status 1 instead of waiting
-forever in a collective; a rerun of the job resumes from the last checkpoint. A lost
+lost, and every other one prints one line naming it and exits with a status the launchers
+restart (chinchax/exit_codes.py) instead of waiting forever in a collective; a rerun of the job resumes from the last checkpoint. A lost
 coordinator (process 0) is seen by jax's own client at once (it aborts the process).
 
 `same_on_every_process` checks, through the coordinator's key-value store (no collective on the

@@ -5,13 +5,15 @@ process's heartbeat and reads everyone's (one `key_value_dir_get`), so the train
 nothing per step for either.
 
 **Lost process.** A process whose heartbeat has not changed for `heartbeat_s` seconds is lost
-(kill -9, its VM gone): every other process prints one line naming it and exits with status 1
-at once, from this thread, whatever its main thread waits for (a collective that will never
-complete). A command that ends marks its process done with its exit status (chinchax/cli): done
-with 0 is not missed; done with another status fails the others still running `heartbeat_s`
-later. A command that raised first waits that long for the thread to name the lost process,
-since a collective that failed because a peer is gone (gloo: connection closed by peer) says
-nothing of which.
+(kill -9, its VM gone, SIGSTOP): every other process prints one line naming it and exits with
+chinchax/exit_codes.py's LOST (75, which the launchers restart) at once, from this thread,
+whatever its main thread waits for (a collective that will never complete); a coordinator that
+stops answering is COORDINATOR (76). A command that ends marks its process done with its exit
+status (chinchax/cli): done with 0 is not missed; done with another status fails the others
+still running `heartbeat_s` later, with that status where the launchers would not restart it
+(a user mistake on one process is one on all), else with LOST. A command that raised first
+waits that long for the thread to name the lost process, since a collective that failed
+because a peer is gone (gloo: connection closed by peer) says nothing of which.
 
 **Stop.** SIGTERM or SIGINT reaches one process, or all, at slightly different moments, and
 each would otherwise stop at its own step and wait for the others in the checkpoint's
@@ -31,9 +33,10 @@ import sys
 import threading
 import time
 
+from chinchax import exit_codes
+
 POLL_S = 0.25
 NS = "chinchax/watch"
-LOST_STATUS = 1
 
 _WATCH = None
 
@@ -140,7 +143,8 @@ class Watch:
       except Exception as e:  # noqa: BLE001
         if self._closed.is_set():
           return
-        _lost(f"lost the job's coordinator (process 0): {str(e).splitlines()[0][:200]}")
+        _lost(f"lost the job's coordinator (process 0): {str(e).splitlines()[0][:200]}",
+              exit_codes.COORDINATOR)
         return
       self._liveness(entries)
       self._stop(entries)
@@ -157,9 +161,12 @@ class Watch:
       if last is None or last[0] != beat:
         self._seen[q] = (beat, now)
       elif now - last[1] > self.heartbeat_s:
-        _lost(f"process {q} of the job ended with exit status {beat.split()[1]}"
-              if beat and beat.startswith("done") else
-              f"lost process {q} of the job: no heartbeat for {self.heartbeat_s:g} s")
+        if beat and beat.startswith("done"):
+          status = int(beat.split()[1])
+          _lost(f"process {q} of the job ended with exit status {status}",
+                status if status in exit_codes.NO_RESTART else exit_codes.LOST)
+        _lost(f"lost process {q} of the job: no heartbeat for {self.heartbeat_s:g} s",
+              exit_codes.LOST)
 
   def _stop(self, entries: dict[str, str]) -> None:
     if self.agreed is not None:
@@ -187,7 +194,7 @@ class Watch:
       self._agreed.set()
 
 
-def _lost(line: str) -> None:
-  print(f"chinchax: error: {line}; this process stops too. Rerun the job (every process) to "
-        "resume from the last checkpoint", file=sys.stderr, flush=True)
-  os._exit(LOST_STATUS)  # the main thread may be inside a collective that never returns
+def _lost(line: str, status: int) -> None:
+  print(f"chinchax: error: {line}; this process stops too (exit status {status}). Rerun the "
+        "job (every process) to resume from the last checkpoint", file=sys.stderr, flush=True)
+  os._exit(status)  # the main thread may be inside a collective that never returns
