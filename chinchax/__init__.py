@@ -10,6 +10,7 @@ The distribution installs one import name. Its folders in the checkout are
     law = chinchax.fit("runs/smoke", bootstrap=1000, ci=0.9)   # scaling.api.fit
     plan = chinchax.plan(law, flops=1e21)                      # scaling.api.plan
     law = chinchax.law_from_coefficients(1.87, 521, 1488, 0.353, 0.353)  # a paper's law
+    laws = chinchax.fit_tasks("ladder.csv", out="tasks.json")  # scaling.tasks.fit: accuracy
 
 They are imported on first use, so `import chinchax` (and `chinchax plan`) loads no jax.
 """
@@ -36,6 +37,7 @@ _API = {
     "train": ("chinchax.sweeps.job", "train"),
     "fit": ("chinchax.scaling.api", "fit"),
     "plan": ("chinchax.scaling.api", "plan"),
+    "fit_tasks": ("chinchax.scaling.tasks.fit", "fit_tasks"),
     "law_from_coefficients": ("chinchax.scaling.law.coefficients", "law_from_coefficients"),
 }
 

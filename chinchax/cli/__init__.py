@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fit": ("chinchax.cli.fit", "fit scaling laws to runs and write law.json"),
     "fit-hparams": ("chinchax.cli.fit_hparams",
                     "fit optimal peak LR and batch laws to an LR x batch grid of runs"),
+    "fit-tasks": ("chinchax.cli.tasks",
+                  "fit task accuracy from N and D in two steps and write tasks.json"),
     "plan": ("chinchax.cli.plan", "plan N and D for a compute budget from a law"),
     "forecast": ("chinchax.cli.forecast", "write a law's forecast for a run; score it "
                  "after"),

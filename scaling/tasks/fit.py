@@ -31,6 +31,7 @@ class TaskLaws:
 
   doc: dict
   fits: dict = dataclasses.field(default_factory=dict)  # {task: steps.TaskFit}
+  written: tuple[str, ...] = ()  # the files the fit wrote
 
   @property
   def tasks(self) -> list[str]:
@@ -165,9 +166,11 @@ def fit_tasks(source, *, out: str | None = None, bootstrap: int = 1000, ci: floa
       "warnings": [f"{task}: {w}" for task, e in tasks.items() for w in e["warnings"]],
   }
   laws = TaskLaws(tasks_file.validate(doc), fits)
+  written = []
   if out:
     laws.save(out)
+    written.append(os.fspath(out))
   if plots:
     from chinchax.scaling.tasks import plots as task_plots  # pylint: disable=g-import-not-at-top  (matplotlib)
-    task_plots.write(laws, os.fspath(plots))
-  return laws
+    written += task_plots.write(laws, os.fspath(plots))
+  return dataclasses.replace(laws, written=tuple(written))
