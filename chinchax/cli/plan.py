@@ -5,6 +5,10 @@
                   [--params-convention=total|non_embedding] [--flops-convention=6ND|chinchilla]
                   [--hparams=hparams.json]
 
+`--tasks=tasks.json` (from `chinchax fit-tasks`) adds each task's predicted loss and accuracy
+with their intervals at --params and --tokens, or, with --flops and a law, at the law's N*, D*;
+each is flagged `extrapolated` when its loss lies outside the losses the task's sigmoid was
+fitted on (`tasks` in the JSON). Without a law, --params and --tokens alone.
 `--hparams` adds the peak LR and batch of the planned N, D from a law of `chinchax fit-hparams`,
 with their intervals (`hparams` in the JSON). Numbers take float syntax (1e21) or a k/M/B/T suffix (70B, 1.4T). Intervals are at --ci
 (default: the level the law was fitted at, 0.9 unless `chinchax fit --ci` said otherwise).
@@ -24,6 +28,8 @@ from chinchax.scaling.hparams import plan as hparams_plan
 from chinchax.scaling.law import coefficients
 from chinchax.scaling.law import presets
 from chinchax.scaling.runs.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
+from chinchax.scaling.tasks import fit as tasks_fit
+from chinchax.scaling.tasks import text as tasks_text
 from chinchax.errors import UserError
 from chinchax.cli import argtypes
 from chinchax.scaling.law.artifact import ScalingLaw
@@ -67,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
                  help="the C you mean (as in chinchax fit); refused if the law counts otherwise")
   p.add_argument("--hparams", metavar="hparams.json",
                  help="print the peak LR and batch of the planned N, D from this fitted law")
+  p.add_argument("--tasks", metavar="tasks.json",
+                 help="print each task's predicted loss and accuracy at the planned N, D from "
+                      "this file of `chinchax fit-tasks`")
   p.add_argument("--json", action="store_true", help="print one JSON object")
   return p
 
@@ -92,23 +101,47 @@ def _load(args) -> ScalingLaw:
                   f"({', '.join(presets.names())})")
 
 
+def _tasks_alone(args) -> int:
+  """--tasks without a law: the tasks at the given N and D."""
+  if args.flops is not None or args.params is None or args.tokens is None:
+    raise UserError("--tasks without a law needs --params=N and --tokens=D; for a budget "
+                    "--flops=C add --law=law.json (or --preset=NAME) to choose N*, D*")
+  for flag in ("unique_tokens", "inference_tokens", "hparams"):
+    if getattr(args, flag) is not None:
+      raise UserError(f"--{flag.replace('_', '-')} needs a law: add --law=law.json or "
+                      "--preset=NAME")
+  laws = tasks_fit.TaskLaws.load(args.tasks)
+  predictions = laws.at(args.params, args.tokens, args.ci)
+  level = laws.doc["settings"]["ci"] if args.ci is None else args.ci
+  print(json.dumps({"tasks": predictions}, indent=2, allow_nan=False) if args.json else
+        tasks_text.plan_table(predictions, level, args.params, args.tokens))
+  sys.stdout.flush()
+  return 0
+
+
 def main(argv: list[str]) -> int:
   args = _parser().parse_args(argv)  # --help exits through the dispatcher (cli/__init__.py)
+  if args.tasks and not (args.law or args.preset):
+    return _tasks_alone(args)
   law = _load(args)
   _check_conventions(law, args)
   plan = api.plan(law, flops=args.flops, params=args.params, tokens=args.tokens,
                   unique_tokens=args.unique_tokens, inference_tokens=args.inference_tokens,
                   ci=args.ci)
+  tasks = tasks_fit.TaskLaws.load(args.tasks) if args.tasks else None
+  extra, text = {}, str(plan)
   if args.hparams:
     hp = hparams_plan.at(hparams_file.load(args.hparams), plan.N, plan.D, args.ci)
-    if args.json:
-      print(json.dumps({**plan.to_dict(), "hparams": hp}, indent=2, allow_nan=False))
-    else:
-      seq = hp["conventions"].get("seq_len")
-      print(str(plan) + "\n\nfrom " + args.hparams + ":\n" +
-            hparams_plan.text(hp, seq if isinstance(seq, int) else None))
-    sys.stdout.flush()
-    return 0
-  print(plan.to_json() if args.json else str(plan))
+    extra["hparams"] = hp
+    seq = hp["conventions"].get("seq_len")
+    text += "\n\nfrom " + args.hparams + ":\n" + hparams_plan.text(
+        hp, seq if isinstance(seq, int) else None)
+  if tasks is not None:
+    extra["tasks"] = tasks.at(plan.N, plan.D, args.ci)
+    level = tasks.doc["settings"]["ci"] if args.ci is None else args.ci
+    text += "\n\nfrom " + args.tasks + ":\n" + tasks_text.plan_table(
+        extra["tasks"], level, plan.N, plan.D)
+  print(json.dumps({**plan.to_dict(), **extra}, indent=2, allow_nan=False) if args.json
+        else text)
   sys.stdout.flush()
   return 0

@@ -47,6 +47,11 @@ class TaskLaws:
     level = self.doc["settings"]["ci"] if ci is None else intervals.check_level(ci)
     return predict.at(self.doc["tasks"][task], N, D, level)
 
+  def at(self, N: float, D: float, ci: float | None = None) -> dict:
+    """{task: prediction} at (N, D) for every task (`predict`), with each task's warnings."""
+    return {t: {**self.predict(t, N, D, ci), "warnings": list(e["warnings"])}
+            for t, e in self.doc["tasks"].items()}
+
   def save(self, path) -> None:
     tasks_file.save(path, self.doc)
 
