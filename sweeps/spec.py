@@ -168,3 +168,21 @@ def listed(spec: Spec, shown: str, overridden: bool = False) -> str:
     return f"{dry_run} lists them"
   return (f"a name ending -wsd is a WSD run, whose cooldown branches are cells {dry_run} "
           "lists")
+
+
+def pool_cells(config: ml_collections.ConfigDict) -> list[grid.Cell]:
+  """The candidate cells of a study (`chinchax next WORKDIR`, the adaptive sweep): every
+  budget of `config` at every size of its grid's shape family, the sizes of all its budgets
+  together (the smoke sweep's rungs of one ladder, each offered at each budget), made cells by
+  the grid's own rules, so a chosen cell is one the sweep can train; no fixed-N series and no
+  LR x batch grid."""
+  cells, _ = grid.make_grid(config)
+  sizes = sorted({float(c.N) for c in cells if c.isoflop})
+  if not sizes:
+    raise UserError("the sweep config's grid has no IsoFLOP cells to choose from; give "
+                    "budgets and sizes (or a prior)")
+  c = ml_collections.ConfigDict(config.to_dict())
+  c.sizes = tuple(sizes)
+  c.fixed_n.sizes, c.fixed_n.tokens_per_param = (), ()
+  c.hparams.lr_factors, c.hparams.batch_factors = (), ()
+  return [cell for cell in grid.make_grid(c)[0] if cell.isoflop]

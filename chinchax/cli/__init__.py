@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fit-tasks": ("chinchax.cli.tasks",
                   "fit task accuracy from N and D in two steps and write tasks.json"),
     "plan": ("chinchax.cli.plan", "plan N and D for a compute budget from a law"),
+    "next": ("chinchax.cli.next", "choose the runs that narrow the law most per FLOP"),
     "forecast": ("chinchax.cli.forecast", "write a law's forecast for a run; score it "
                  "after"),
     "law": ("chinchax.cli.law", "write a law.json from published coefficients"),

@@ -1,0 +1,78 @@
+"""The adaptive study of `chinchax next` against the full grid and two naive studies at the same
+FLOPs, on synthetic truths in and out of the law's family (tests/helpers/active_study.py).
+
+    .venv/bin/python bench/select_bench.py [--replicates=100] [--truths=law,broken,...]
+
+Each replicate draws a dense pool (10 budgets 1e18-1e21 x 8 sizes over N*/6..6N* around a
+prior that wanders ±0.3 in log N, 0.5% noise, 2 diverged cells) and its losses once; the
+adaptive study (a 10-cell first design, then 4 cells a round by expected narrowing of a per
+FLOP, until a's 90% interval is 0.05 wide or `--max-share` of the full grid's FLOPs is spent)
+and two naive studies at the FLOPs the adaptive one spent (the largest budgets dropped; three
+sizes per budget around the prior, the largest budgets dropped to fit) are fitted by
+chinchax.fit (200 resamples). Printed per truth and study: the mean share of the full grid's
+FLOPs, how many of the replicates' 90% intervals of a hold the true a (the least-squares slope
+of the true N*(C) over the pool's budgets), and the median width relative to the full grid's
+on the same replicate."""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from tests.helpers import active_study  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tests.helpers import synthetic_law  # pylint: disable=g-import-not-at-top,wrong-import-position
+from tests.helpers import truths  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+TRUTHS = {"law": truths.Truth("law", synthetic_law.loss), **truths.TRUTHS}
+STUDIES = ("full", "adaptive", "drop_largest", "three_per_budget")
+
+
+def replicate(truth, seed: int, max_share: float, width: float | None):
+  w = active_study.world(truth, seed)
+  total = float(w.pool.cost.sum())
+  chosen, rounds = active_study.adaptive(w, max_share * total, width=width)
+  spent = float(w.pool.cost[chosen].sum())
+  cells = {"full": active_study.full(w), "adaptive": chosen,
+           "drop_largest": active_study.drop_largest(w, spent),
+           "three_per_budget": active_study.three_per_budget(w, spent)}
+  out = {}
+  for name, c in cells.items():
+    got = active_study.interval_a(w, c) if len(c) >= 5 else None
+    out[name] = (float(w.pool.cost[c].sum()) / total, got, w.a_true)
+  return out, len(rounds)
+
+
+def main() -> None:
+  p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  p.add_argument("--replicates", type=int, default=100)
+  p.add_argument("--truths", default="law,broken,kaplan,constant_lr")
+  p.add_argument("--max-share", type=float, default=0.35)
+  p.add_argument("--width", type=float, default=None)
+  args = p.parse_args()
+  print(f"{'truth':<12} {'study':<17} {'FLOPs':>6} {'held':>9} {'width/full':>10} "
+        f"{'width':>7} {'no interval':>11}  (90% intervals of a, {args.replicates} replicates)")
+  for t in args.truths.split(","):
+    start = time.time()
+    results, rounds = [], []
+    for seed in range(args.replicates):
+      r, n = replicate(TRUTHS[t], seed, args.max_share, args.width)
+      results.append(r)
+      rounds.append(n)
+    for s in STUDIES:
+      share = np.mean([r[s][0] for r in results])
+      held = sum(1 for r in results if r[s][1] and r[s][1][1][0] <= r[s][2] <= r[s][1][1][1])
+      rel = [(r[s][1][1][1] - r[s][1][1][0]) / (r["full"][1][1][1] - r["full"][1][1][0])
+             for r in results if r[s][1] and r["full"][1]]
+      missing = sum(1 for r in results if not r[s][1])
+      widths = [r[s][1][1][1] - r[s][1][1][0] for r in results if r[s][1]]
+      print(f"{t:<12} {s:<17} {share:>6.1%} {held:>4}/{len(results):<4} "
+            f"{np.median(rel) if rel else float('nan'):>10.2f} "
+            f"{np.median(widths) if widths else float('nan'):>7.3f} {missing:>11}")
+    print(f"{t:<12} ({np.mean(rounds):.1f} rounds per adaptive study; {time.time() - start:.0f} s)")
+
+
+if __name__ == "__main__":
+  main()
