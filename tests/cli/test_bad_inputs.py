@@ -18,6 +18,7 @@ import pytest
 from chinchax.scaling.law import presets
 from chinchax import cli
 from tests.helpers import synthetic_law as syn
+from tests.helpers import task_truths
 
 
 class Accepted(BaseException):
@@ -52,6 +53,28 @@ def _law(**edits) -> str:
 
 def _nested(depth: int) -> str:
   return "[" * depth + "]" * depth
+
+
+def _task_csv(edit=None, extra: tuple[str, ...] = (), drop: str = "") -> str:
+  """A ladder's task evaluations as CSV (tests/helpers/task_truths.py), one row edited."""
+  cols = task_truths.ladder(0)
+  keys = [k for k in cols if k != drop]
+  rows = [[str(cols[k][i]) for k in keys] for i in range(len(cols["run"]))]
+  if edit:
+    rows[3][keys.index(edit[0])] = edit[1]
+  return "\n".join([",".join(keys), *map(",".join, rows), *extra]) + "\n"
+
+
+def _tasks_json(**edits) -> str:
+  from chinchax.scaling.tasks import fit as tasks_fit  # pylint: disable=g-import-not-at-top
+  doc = tasks_fit.fit_tasks(task_truths.ladder(0), bootstrap=0).doc
+  for dotted, value in edits.items():
+    *path, last = dotted.split("__")
+    node = doc
+    for key in path:
+      node = node[key]
+    node[last] = value
+  return json.dumps(doc)
 
 
 SWEEP = "from chinchax.sweeps.configs import smoke\n"
@@ -288,6 +311,39 @@ CASES = [
     ("fit-negative-delta", "fit", {"r.csv": GOOD_CSV}, ["{d}/r.csv", "--delta=-1"],
      r"--delta"),
     ("fit-nan-delta", "fit", {"r.csv": GOOD_CSV}, ["{d}/r.csv", "--delta=nan"], r"--delta"),
+    ("tasks-missing-column", "fit-tasks", {"t.csv": _task_csv(drop="accuracy")},
+     ["{d}/t.csv", "--out={d}/tasks.json"], r"missing column accuracy"),
+    ("tasks-accuracy-percent", "fit-tasks", {"t.csv": _task_csv(("accuracy", "70"))},
+     ["{d}/t.csv", "--out={d}/tasks.json"], r"t\.csv:5: accuracy '70' is outside \[0, 1\].*0\.7"),
+    ("tasks-accuracy-negative", "fit-tasks", {"t.csv": _task_csv(("accuracy", "-0.1"))},
+     ["{d}/t.csv", "--out={d}/tasks.json"], r"accuracy '-0\.1' is outside \[0, 1\]"),
+    ("tasks-one-run", "fit-tasks",
+     {"t.csv": _task_csv(extra=("solo,1e8,2e9,lonely,1.2,0.3,0.25",))},
+     ["{d}/t.csv", "--out={d}/tasks.json"], r"task 'lonely' has 1 run \(solo\).*at least 5"),
+    ("tasks-run-two-sizes", "fit-tasks", {"t.csv": _task_csv(("N", "1e9"))},
+     ["{d}/t.csv", "--out={d}/tasks.json"], r"has N=1e\+09 here and N=1\.5e\+08.*one N"),
+    ("tasks-bad-loss", "fit-tasks", {"t.csv": _task_csv(("loss", "-1"))},
+     ["{d}/t.csv", "--out={d}/tasks.json"], r"t\.csv:5: loss must be a positive"),
+    ("tasks-empty-task", "fit-tasks", {"t.csv": _task_csv(("task", ""))},
+     ["{d}/t.csv", "--out={d}/tasks.json"], r"task is empty"),
+    ("tasks-bad-last", "fit-tasks", {"t.csv": _task_csv()}, ["{d}/t.csv", "--last=0"],
+     r"--last"),
+    ("tasks-bad-chance", "fit-tasks", {"t.csv": _task_csv()}, ["{d}/t.csv", "--chance=1"],
+     r"--chance"),
+    ("tasks-unknown-unit", "fit-tasks", {"t.csv": _task_csv()},
+     ["{d}/t.csv", "--loss-unit=bits"], r"--loss-unit"),
+    ("tasks-a-folder", "fit-tasks", {"wd/x.txt": ""}, ["{d}/wd", "--out={d}/tasks.json"],
+     r"a folder; fit-tasks reads a CSV"),
+    ("plan-tasks-flops-without-law", "plan", {"t.json": _tasks_json()},
+     ["--tasks={d}/t.json", "--flops=1e21"], r"--params=N and --tokens=D.*--law"),
+    ("plan-tasks-missing", "plan", {}, ["--tasks={d}/t.json", "--params=1e9", "--tokens=2e10"],
+     r"cannot read tasks file .*t\.json.*chinchax fit-tasks"),
+    ("plan-tasks-ceiling-above-1", "plan",
+     {"t.json": _tasks_json(tasks__synth__step2__ceiling=1.5)},
+     ["--tasks={d}/t.json", "--params=1e9", "--tokens=2e10"],
+     r"tasks\.synth\.step2\.ceiling: 1\.5 is an accuracy above 1"),
+    ("plan-tasks-wrong-schema", "plan", {"t.json": _tasks_json(schema="chinchax/law/v3")},
+     ["--tasks={d}/t.json", "--params=1e9", "--tokens=2e10"], r"schema: expected"),
     ("sweep-unknown-flag", "sweep", {}, ["--workdri={d}/wd"], r"workdri"),
     ("train-unknown-flag", "train", {}, ["--stpes=3", "--workdir={d}/wd"], r"stpes"),
 ]
@@ -355,7 +411,7 @@ def test_the_catalogue_covers_every_area():
   for prefix in ("config", "override", "budget", "workdir", "tokens", "batch", "lr", "heads",
                  "runs", "jsonl", "law", "plan"):
     assert any(i.startswith(prefix) for i in ids), prefix
-  assert np.all([c[1] in ("sweep", "train", "fit", "plan") for c in CASES])
+  assert np.all([c[1] in ("sweep", "train", "fit", "plan", "fit-tasks") for c in CASES])
 
 
 @pytest.mark.parametrize("cmd", ["sweep", "train"])
