@@ -11,6 +11,13 @@ C = 6ND at the design's smallest and largest C (tests/helpers/truths.py `a_true`
     python bench/design_coverage.py --draws=100 --resamples=200
     python bench/design_coverage.py --designs=ladder --truths=chinchilla --draws=20
     python bench/design_coverage.py --model-noise=0.01   # each model off the law by its own 1%
+    python bench/design_coverage.py --designs=checkpoints --truths=cosine,constant_lr
+
+Truths (tests/helpers/truths.py): "chinchilla" (the law's own family), "kaplan" (Kaplan et
+al.'s form, no irreducible term), "constant_lr" (a run that never cools down: its loss is
+above the law by 0.02 ln(1 + D/20N); along D, the checkpoints of a WSD run's stable phase),
+"cosine" (checkpoints of a cosine run, above the law until its end; here), "undertrained",
+"broken".
 """
 
 import argparse
@@ -43,8 +50,33 @@ def checkpoints(rng):
   return N.ravel(), (N * m).ravel()
 
 
-DESIGNS = {"ladder": ladder, "checkpoints": checkpoints}
-TRUTHS = {"chinchilla": truths.chinchilla, **{k: t.loss for k, t in truths.TRUTHS.items()}}
+def mix(rng):
+  """An IsoFLOP grid (4 budgets x 5 sizes around Chinchilla's optimum) and a 4-size ladder
+  at 2x and 8x its largest budget's sizes."""
+  del rng
+  N, D = [], []
+  for C in np.logspace(18.5, 20, 4):
+    n = np.geomspace(0.3, 3, 5) * np.sqrt(C / 6 / 20)
+    N.append(n), D.append(C / 6 / n)
+  n_l, m = np.meshgrid(np.geomspace(1e9, 3e9, 4), np.array([10, 20, 40]))
+  N.append(n_l.ravel()), D.append((n_l * m).ravel())
+  return np.concatenate(N), np.concatenate(D)
+
+
+DESIGNS = {"ladder": ladder, "checkpoints": checkpoints, "mix": mix}
+
+
+def cosine(N, D):
+  """Checkpoints of one cosine run per size, to 40 tokens per parameter: a checkpoint at a
+  fraction f of the run sees a learning rate not yet decayed, and its loss sits above a run
+  trained to its D by 0.04 (1 + cos(pi f))/2 nats (none at the end). The truth the fit is
+  after is still the law of runs trained to each D: a is Chinchilla's."""
+  return truths.chinchilla(N, D) + 0.04 * (1 + np.cos(np.pi * np.minimum(D / (40 * N), 1))) / 2
+
+
+TRUTHS = {"chinchilla": truths.chinchilla, **{k: t.loss for k, t in truths.TRUTHS.items()},
+          "cosine": cosine}
+A_OF = {"cosine": truths.chinchilla}  # the law the runs stand for, when not their own loss
 
 
 def main():
@@ -66,7 +98,7 @@ def main():
       loss = TRUTHS[tname]
       N, D = DESIGNS[dname](None)
       C = 6 * N * D
-      a_true = truths.a_true(loss, [C.min(), C.max()])
+      a_true = truths.a_true(A_OF.get(tname, loss), [C.min(), C.max()])
       held, widths, predicts, recommended, t0 = 0, [], 0, collections.Counter(), time.time()
       for seed in range(a.draws):
         rng = np.random.default_rng(seed)

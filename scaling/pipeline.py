@@ -38,9 +38,10 @@ from chinchax.scaling.envelope import fit as envelope
 from chinchax.scaling.isoflop import fit as isoflop
 from chinchax.scaling.isoflop import bootstrap as isoflop_bootstrap
 from chinchax.scaling.parametric import fit as parametric
-from chinchax.scaling.numerics import intervals, power
+from chinchax.scaling.numerics import fmt, intervals, power
 from chinchax.scaling.runs import anomalies
 from chinchax.scaling.runs import design as design_lib
+from chinchax.scaling.parametric import form as form_lib
 from chinchax.scaling.law import build as law_build
 from chinchax.scaling.parametric import fit as bootstrap_lib
 from chinchax.scaling.law.artifact import ScalingLaw
@@ -110,8 +111,9 @@ def _interval_block(draws: dict[str, np.ndarray], names, level, entry) -> dict:
              for k in names if len(draws[k])}}
 
 
-def _approach3(runs: Runs, o: Options, log, by_size: bool = False
+def _approach3(runs: Runs, o: Options, log, design: design_lib.Design
                ) -> tuple[dict, Any, np.ndarray | None]:
+  by_size = design_lib.by_size(design)
   if len(runs) < 5:
     raise UserError(f"Approach 3 fits 5 parameters and needs at least 5 runs; got {len(runs)}")
   fit3 = parametric.fit_parametric(runs.N, runs.D, runs.loss, delta=o.delta)
@@ -145,11 +147,43 @@ def _approach3(runs: Runs, o: Options, log, by_size: bool = False
       entry["ci"] = _interval_block(columns, ("E", "A", "B", "alpha", "beta", "a", "b"), o.ci,
                                     entry)
       entry["warnings"] += checks.shifted(entry, columns, o.ci)
+      if design.kind in design_lib.FORM_SENSITIVE:
+        _form(runs, o, log, entry, fit3, design_lib.sizes_of(runs.N) if by_size else None)
   entry["lack_of_fit"] = checks.approach3(runs, fit3)
   if (entry["lack_of_fit"] or {}).get("fits") is False:
     entry["warnings"].append(checks.approach3_message(entry["lack_of_fit"]))
   entry["problems"] = caveats.approach3_problems(entry, len(runs))
   return entry, fit3, samples
+
+
+def _form(runs: Runs, o: Options, log, entry: dict, fit3, clusters) -> None:
+  """The nesting form's a beside the law's (`parametric.form`): the interval of a (and of
+  b = 1 - a) becomes the hull of both, and the entry says when they disagree."""
+  theta3 = (fit3.E, fit3.A, fit3.B, fit3.alpha, fit3.beta)
+  ff = form_lib.fit_form(runs.N, runs.D, runs.loss, theta3, o.delta)
+  log(f"form: {form_lib.TEXT}, gamma = {ff.gamma:.3g}: a = {ff.a:.3f} "
+      f"({min(o.bootstrap, form_lib.MAX_RESAMPLES)} resamples) ...")
+  a_S = form_lib.bootstrap_a(runs.N, runs.D, runs.loss, ff, o.delta, n_resamples=o.bootstrap,
+                             seed=o.seed, clusters=clusters)
+  if not len(a_S):
+    return
+  ci_form = intervals.holding(intervals.interval(a_S, o.ci), ff.a)
+  law_ci = entry["ci"]["a"]
+  entry["form"] = {"form": form_lib.TEXT, "gamma": ff.gamma, "a": ff.a, "ci_a": ci_form,
+                   "p_value": ff.p_value, "n_resamples": int(len(a_S))}
+  hull = [min(law_ci[0], ci_form[0]), max(law_ci[1], ci_form[1])]
+  entry["ci"]["a"], entry["ci"]["b"] = hull, [1 - hull[1], 1 - hull[0]]
+  said = (f"on this design a rests on the law's form: {form_lib.TEXT} (gamma = {ff.gamma:.3g}) "
+          f"gives a = {ff.a:.3f} {fmt.interval(ci_form)} against the law's {entry['a']:.3f} "
+          f"{fmt.interval(law_ci)}; the interval of a given is the hull of both")
+  if ff.p_value < form_lib.P_REJECT:
+    entry["warnings"].append(f"the runs reject the law's form (F test p = {ff.p_value:.1g}): "
+                             + said)
+  elif ci_form[1] < law_ci[0] or ci_form[0] > law_ci[1]:
+    entry["warnings"].append(said + "; runs nearer the optimum's tokens per parameter would "
+                             "decide between them")
+  else:
+    entry.setdefault("notes", []).append(said)
 
 
 def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict | None]:
@@ -229,7 +263,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
       continue
     try:
       if name == "3":
-        entries["3"], fits["3"], samples3 = _approach3(runs, o, log, design_lib.by_size(design))
+        entries["3"], fits["3"], samples3 = _approach3(runs, o, log, design)
         if samples3 is not None and len(samples3):
           draws["3"] = dict(zip(power.NAMES, power.from_theta(samples3).T))
       else:
@@ -296,6 +330,8 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   else:  # only the data-constrained law was fitted, on the given base law
     doc = _base_law_doc(o, common)
   doc["fit"]["disagreements"] = disagreements
+  if approach == "3" and "form" in entries.get("3", {}) and doc.get("ci"):
+    doc["ci"]["a"], doc["ci"]["b"] = entries["3"]["ci"]["a"], entries["3"]["ci"]["b"]
   doc["data"]["design"] = design.to_dict()
   if entries:
     doc["backtest"] = law_build.plain(bt)

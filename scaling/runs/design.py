@@ -33,6 +33,8 @@ MIN_SIZES = 3  # an IsoFLOP group: at least this many distinct sizes at about on
 MIN_GROUPS = 2
 LADDER_MAX_D = 6  # more distinct D per size than this: checkpoints along D, not a ladder
 MIN_CLUSTERS = 6  # fewer sizes than this and resampling sizes leaves too few distinct draws
+# No IsoFLOP minimum seen: a comes from the law's form (scaling.parametric.form).
+FORM_SENSITIVE = ("ladder", "checkpoints")
 
 
 def distinct(x: np.ndarray) -> int:

@@ -1,0 +1,71 @@
+"""The law's form as a source of uncertainty (scaling/parametric/form.py): the nesting form
+E + (A/N^alpha + B/D^beta)^gamma recovers Kaplan et al.'s form, which the law cannot; it
+leaves a law-family truth alone; and on a ladder and a checkpoint suite of a Kaplan-form
+truth the fit's interval of a holds the true a, where the law's own interval does not."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import chinchax
+from chinchax.scaling.parametric import form
+from tests.helpers import synthetic_law, truths
+from tests.scaling.test_design import checkpoints, ladder
+
+# Kaplan et al.'s L = [(N_c/N)^(alpha_N/alpha_D) + D_c/D]^alpha_D: minimising the inner sum
+# along C = 6ND gives N* ∝ C^(1/(1 + alpha_N/alpha_D)), by hand.
+KAPLAN_A = 1 / (1 + 0.076 / 0.095)
+HOFFMANN_A = synthetic_law.HOFFMANN[4] / (synthetic_law.HOFFMANN[3] + synthetic_law.HOFFMANN[4])
+
+
+def test_the_jacobian_is_the_derivative():
+  rng = np.random.default_rng(0)
+  lN, lD = rng.normal(20, 1, 9), rng.normal(24, 1, 9)
+  th = np.array([8.0, 9.0, 0.3, 0.4, 0.35, 0.6])
+  eps = 1e-6
+  numeric = np.stack([(form.log_loss(th + eps * e, lN, lD) - form.log_loss(th - eps * e, lN, lD))
+                      / (2 * eps) for e in np.eye(6)], axis=1)
+  np.testing.assert_allclose(form._jacobian(th, lN, lD), numeric, atol=1e-7)
+
+
+def test_the_form_recovers_kaplan_where_the_law_cannot():
+  N, D, L = ladder(truth=truths.kaplan, seed=0)
+  L = truths.kaplan(N, D)  # noiseless
+  law = chinchax.fit({"N": N, "D": D, "loss": L}, approaches="3", bootstrap=0)
+  e = law.doc["approaches"]["3"]
+  theta = (e["E"], e["A"], e["B"], e["alpha"], e["beta"])
+  ff = form.fit_form(N, D, L, theta, 1e-3)
+  assert abs(ff.a - KAPLAN_A) < 0.01, ff.a
+  assert abs(e["a"] - KAPLAN_A) > 0.1  # the law's form misreads it by far more
+  assert ff.p_value < 1e-6  # noiseless: the law's form is rejected
+
+
+def test_the_form_leaves_the_law_alone_on_its_own_family():
+  N, D, L = ladder(seed=0)
+  L = synthetic_law.loss(N, D)
+  ff = form.fit_form(N, D, L, synthetic_law.HOFFMANN, 1e-3)
+  assert ff.gamma > 0.99 and abs(ff.a - HOFFMANN_A) < 1e-3 and ff.p_value > 0.1
+
+
+@pytest.mark.parametrize("make,said", [(ladder, "rests on the law's form"),
+                                       (checkpoints, "reject the law's form")])
+def test_an_out_of_family_design_gets_an_interval_that_holds_the_truth(make, said):
+  N, D, L = make(truth=truths.kaplan, seed=0)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    law = chinchax.fit({"N": N, "D": D, "loss": L}, bootstrap=100, seed=0)
+  e3 = law.doc["approaches"]["3"]
+  lo, hi = e3["ci"]["a"]
+  f_lo, f_hi = e3["form"]["ci_a"]
+  assert lo <= KAPLAN_A <= hi and f_lo <= KAPLAN_A <= f_hi
+  assert lo <= e3["a"] <= hi  # the hull holds the law's own estimate too
+  assert any(said in w for w in e3["warnings"] + e3.get("notes", [])), e3["warnings"]
+  if law.recommended["approach"] == "3":
+    assert law.doc["ci"]["a"] == [lo, hi]
+
+
+def test_an_isoflop_grid_is_not_given_the_form():
+  g = synthetic_law.isoflop(noise=0.005)
+  law = chinchax.fit({"N": g["N"], "D": g["D"], "loss": g["loss"]}, bootstrap=50, seed=0)
+  assert "form" not in law.doc["approaches"]["3"]
