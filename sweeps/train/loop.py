@@ -25,6 +25,7 @@ from chinchax.scaling.runs import conventions
 from chinchax.scaling.runs import records
 from chinchax.sweeps.chips import hardware
 from chinchax.sweeps.hosts import watch
+from chinchax.sweeps.hosts import watchdog
 from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import metrics
 from chinchax.sweeps.train import setup as setup_lib
@@ -87,9 +88,20 @@ def train(c: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: bool 
 
 
 def steps(s: setup_lib.Setup, stop, log, progress=None) -> End:
-  """Trains from the restored step to the last, or until a failure, a hook or `stop`."""
+  """Trains from the restored step to the last, or until a failure, a hook or `stop`, with a
+  watchdog (sweeps/hosts/watchdog.py) that ends the process if no step finishes in time."""
+  t = time.monotonic()
+  train_step = compiled(s, s.state, s.step, log)
+  dog = watchdog.Watchdog(s.step, time.monotonic() - t, jax.process_index(),
+                          jax.process_count(), tell=watch.finish)
+  try:
+    return _steps(s, train_step, dog, stop, log, progress)
+  finally:
+    dog.close()
+
+
+def _steps(s: setup_lib.Setup, train_step, dog: watchdog.Watchdog, stop, log, progress) -> End:
   c, state, step = s.c, s.state, s.step
-  train_step = compiled(s, state, step, log)
   clock, guard = metrics.Throughput(step, s.tokens_per_step), SpikeGuard(c.spike_factor,
                                                             s.model.opt_cfg.warmup_steps)
   train_loss, losses = s.train_loss, list(s.losses)
@@ -105,10 +117,12 @@ def steps(s: setup_lib.Setup, stop, log, progress=None) -> End:
     step += 1
     in_flight.append(m["loss"])
     if len(in_flight) > IN_FLIGHT:
-      jax.block_until_ready(in_flight.popleft())  # step - IN_FLIGHT has finished
+      jax.block_until_ready(in_flight.popleft())
+      dog.progress(step - IN_FLIGHT)
 
     if step % c.log_every == 0 or step == s.total_steps:
       train_loss = float(m["loss"])  # a host sync, besides the run-ahead bound's
+      dog.progress(step)
       failure = log_step(s, step, m, train_loss, clock, guard, log, progress)
       if failure:
         s.clock.rest("step", loop_start)
@@ -119,6 +133,7 @@ def steps(s: setup_lib.Setup, stop, log, progress=None) -> End:
       t_eval = time.time()
       with s.clock("eval"):
         losses.append(evaluate(s, step, state["params"]))
+      dog.progress(step)
       reasons = [h.after_eval(step, state, losses) for h in s.hooks]
       if any(reasons):
         log(next(r for r in reasons if r))

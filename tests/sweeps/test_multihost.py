@@ -5,7 +5,9 @@ devices (fsdp=4: every parameter split across both processes).
 One uninterrupted 2-process run is the reference (module fixture); against it: a 1-process x
 4-device run (same eval loss), a run stopped by SIGTERM on one process then resumed past a
 damaged checkpoint (the same losses to the bit), a run whose process 1 is killed -9 (process 0
-fails in seconds, naming it), processes that disagree on the config (one
+fails in seconds, naming it), a run whose process 0 is frozen by SIGSTOP (the watchdog ends
+process 1 within its deadline, process 0 once thawed; the rerun is the reference to the bit),
+processes that disagree on the config (one
 line each), and a second job on a busy workdir (refused on each of its processes). Then a
 2-process sweep of two cells: stopped by SIGINT on every process, rerun, its done cell not trained again
 and its shared files written once.
@@ -157,6 +159,36 @@ def test_a_killed_process_fails_the_others_in_seconds_naming_it(shared, tmp_path
   assert lost_after < heartbeat + 10
   # What a rerun resumes from (the rerun itself: the SIGTERM test above) is still there.
   assert os.path.exists(committed)
+
+
+def test_a_frozen_coordinator_ends_every_process_by_the_watchdog_and_the_rerun_resumes_exactly(
+    shared, reference, tmp_path):
+  wd = tmp_path / "w"
+  args = train_args(shared, wd)
+  with mp.Job(args, tmp=tmp_path / "a", deadline_s=150,
+              base_env={**env(shared, pause_from=10, pause_s=0.3),
+                        "CHINCHAX_WATCHDOG_S": "8"}) as job:
+    committed = wd / "checkpoints" / "8" / "_CHECKPOINT_METADATA"
+    job.wait_for(lambda: job.saw("step 11/") and os.path.exists(committed), timeout=120)
+    t = job.signal(signal.SIGSTOP, ranks=[0])  # process 0 frozen mid-step: a paused VM
+    job.wait_for(lambda: 1 in job.ended, timeout=90)
+    job.signal(signal.SIGCONT, ranks=[0])  # thawed, it finds its deadline long past
+    results = job.wait(timeout=30)
+  lines = [r.err.strip().splitlines() for r in results]
+  assert [len(l) for l in lines] == [1, 1], job.report()
+  # Process 1 ran on, waiting in a collective: its own watchdog ended it, within the deadline,
+  # with exit_codes.STUCK (restarted).
+  assert results[1].rc == 77, job.report()
+  assert "process 1 of 2: train step " in lines[1][0], lines
+  deadline = float(lines[1][0].split("deadline is ")[1].split(" s")[0])
+  assert results[1].wall_s - (t - job.t0) <= deadline + 5, (results[1].wall_s, t, deadline)
+  # Process 0, thawed, ends at once: by its watchdog, or on learning process 1's end first.
+  assert results[0].rc in (75, 77), job.report()
+  assert results[0].wall_s - results[1].wall_s < 30, job.report()
+  with mp.Job(args, tmp=tmp_path / "b", base_env=env(shared), deadline_s=150) as job:
+    results = job.wait()
+  assert [r.rc for r in results] == [0, 0], job.report()
+  assert tu.losses(wd) == tu.losses(reference)  # the uninterrupted trajectory, to the bit
 
 
 def test_processes_that_disagree_on_the_config_each_say_so_in_one_line(shared, tmp_path):
