@@ -243,6 +243,8 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
                  "Approaches 1-3 fit the other runs, the data-constrained law fits them all")
 
   design = design_lib.read(runs)
+  if design_lib.caveat(design):
+    notes.append(f"design: {design_lib.caveat(design)}")
   entries, fits, draws, samples3, skipped = {}, {}, {}, None, []
   if not design.separable:
     if o.base_law is None:  # no approach can fit it, and no base law to fit R_D* on

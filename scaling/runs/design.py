@@ -122,6 +122,16 @@ def read(runs: Runs) -> Design:
   return Design(kind, n, sizes, tokens, ratios, len(groups), text)
 
 
+def caveat(d: Design) -> str | None:
+  """A note on what the fit assumes of this design and cannot check from the table."""
+  if d.kind == "checkpoints":
+    return ("checkpoints are read as runs trained to their D; the checkpoints of one long run "
+            "sit above such runs until its learning rate has decayed (a cosine run's until "
+            "its end, a WSD run's until its cooldown), which moves a: fit the cooldown branches "
+            "or the final evaluations when the schedule did not end at each checkpoint")
+  return None
+
+
 def not_separable(d: Design) -> str:
   """The one line a fit of a design that cannot separate N from D says instead."""
   what = {"one_D": "the D term (B, beta) and so the allocation N*(C), D*(C) are not "

@@ -133,6 +133,8 @@ def test_checkpoints_along_d_skip_approach_2_and_recommend_the_law(tmp_path):
   assert law["recommended"]["approach"] == "3"
   lo, hi = law["approaches"]["3"]["ci"]["a"]
   assert lo <= synthetic_law.a_true() <= hi  # the truth's a = beta/(alpha+beta) = 0.4516
+  assert any(n.startswith("design: checkpoints are read as runs trained to their D")
+             for n in law["notes"])
 
 
 def test_a_backtest_against_a_bound_chooses_nothing():
