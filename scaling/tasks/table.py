@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from chinchax import atomic
 from chinchax.errors import UserError
 from chinchax.scaling.runs import files
 
@@ -151,6 +152,9 @@ def load(source) -> tuple[dict[str, TaskData], str]:
   """({task: TaskData}, a name for the source) from a CSV path or a table of columns."""
   if isinstance(source, (str, os.PathLike)):
     path = os.fspath(source)
+    if not atomic.exists(path):
+      raise UserError(f"{path}: not found; fit-tasks reads a CSV of task evaluations "
+                      f"({', '.join(COLUMNS)})")
     if os.path.isdir(path):
       raise UserError(f"{path}: a folder; fit-tasks reads a CSV of task evaluations "
                       f"({', '.join(COLUMNS)})")

@@ -332,6 +332,8 @@ CASES = [
      r"--chance"),
     ("tasks-unknown-unit", "fit-tasks", {"t.csv": _task_csv()},
      ["{d}/t.csv", "--loss-unit=bits"], r"--loss-unit"),
+    ("tasks-missing-file", "fit-tasks", {}, ["{d}/nope.csv", "--out={d}/tasks.json"],
+     r"nope\.csv: not found; fit-tasks reads a CSV of task evaluations"),
     ("tasks-a-folder", "fit-tasks", {"wd/x.txt": ""}, ["{d}/wd", "--out={d}/tasks.json"],
      r"a folder; fit-tasks reads a CSV"),
     ("plan-tasks-flops-without-law", "plan", {"t.json": _tasks_json()},
