@@ -30,6 +30,7 @@ from chinchax.models import sharding
 from chinchax.scaling.numerics import fmt
 from chinchax.scaling.runs import records
 from chinchax.sweeps import console
+from chinchax.sweeps.adaptive import rounds
 from chinchax.sweeps import data, dry_run, executors, forecast_score, report
 from chinchax.sweeps import hparams
 from chinchax.sweeps import job as job_lib
@@ -87,7 +88,8 @@ def default_workdir(config_text: str) -> str:
 
 
 def sweep(config: ml_collections.ConfigDict, workdir: str | None = None, *,
-          quiet: bool = False, verbose: bool = False, stop=None) -> Result:
+          quiet: bool = False, verbose: bool = False, stop=None, round_of: bool = False
+          ) -> Result:
   """Trains every cell of the sweep `config` not done yet in `workdir`, then fits and reports.
 
   `config`: a sweep config (`sweep_config.base_config`, e.g. `sweeps/configs/smoke.py`'s);
@@ -95,9 +97,16 @@ def sweep(config: ml_collections.ConfigDict, workdir: str | None = None, *,
   flag object (`stop_lib.StopFlag`); without one, SIGTERM and SIGINT stop the sweep while it
   runs (finished cells are kept: rerun to resume). The console: one line per cell
   (sweeps/console.py), with a bar in place on a terminal unless `quiet`; `verbose` adds each
-  run's step lines.
+  run's step lines. With `adaptive.round_cells` the sweep is rounds of `chinchax next`
+  (sweeps/adaptive/rounds.py), each round this function on the cells chosen so far
+  (`round_of`).
   """
   workdir = workdir or os.path.join("runs", config.name)
+  if rounds.active(config) and not round_of:  # rounds of `chinchax next`, each one sweep
+    sweep_config.check_config(config)
+    return rounds.run(config, workdir, spec_lib.pool_cells(config), lambda c: sweep(
+        c, workdir, quiet=quiet, verbose=verbose, stop=stop, round_of=True),
+        lambda m: print(m, flush=True) if jax.process_index() == 0 else None) or Result("done")
   spec = spec_lib.resolve(config, workdir)
   executors.check(spec.executor)
   if spec.config.forecast:  # a wrong path is refused before anything trains

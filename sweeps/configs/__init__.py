@@ -11,7 +11,7 @@ import os
 from chinchax.errors import UserError
 
 DIR = os.path.dirname(os.path.abspath(__file__))
-NAMES = ("smoke", "tiny", "train", "gpu_node", "tpu_v5p", "hparams_smoke")
+NAMES = ("smoke", "tiny", "train", "gpu_node", "tpu_v5p", "hparams_smoke", "smoke_adaptive")
 
 
 def path(name: str) -> str:

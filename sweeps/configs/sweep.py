@@ -78,6 +78,18 @@ KEYS = (
       "recipe's LR (then the sweep fits hparams.json, not law.json)"),
     K("hparams.batch_factors", (), "a batch grid: each cell trained at these multiples of the "
       "recipe's batch"),
+    # An adaptive study (sweeps/adaptive/rounds.py): rounds of `chinchax next` over the grid's
+    # budgets at every size of its shape family, each round trained and fitted, until its stop.
+    K("adaptive.round_cells", 0, "cells each adaptive round adds (0: no rounds, the grid is "
+      "trained as it is)", **GRID),
+    K("adaptive.first_cells", 10, "cells of the adaptive study's space-filling first round",
+      **GRID),
+    K("adaptive.target", "a", "the answer the rounds narrow: a | N (N* at 10x the largest "
+      "budget)", **GRID),
+    K("adaptive.width", 0.0, "stop when the answer's 90% interval is this wide (0: 0.05 for a, "
+      "0.25 for log N*)", **GRID),
+    K("adaptive.max_flops", 0.0, "stop before the cells' FLOPs pass this (0: no limit)",
+      **GRID),
     K("forecast", "", "a forecast record (`chinchax forecast --out=...`) scored against the runs "
       "when the sweep finishes, in report.md (empty: none)", **FREE),
     K("target", "", "the TPU slice the dry run compiles for (--compile), or a GPU node "
@@ -168,3 +180,15 @@ def check_config(cfg: ml_collections.ConfigDict) -> None:
     raise UserError(f"fixed_n.schedule={fixed.schedule!r} is not cosine or wsd")
   if cfg.schedule not in ("cosine", "wsd"):
     raise UserError(f"schedule={cfg.schedule!r} (of the IsoFLOP cells) is not cosine or wsd")
+  a = cfg.adaptive
+  if not (isinstance(a.round_cells, int) and a.round_cells >= 0 and
+          isinstance(a.first_cells, int) and a.first_cells >= 1):
+    raise UserError(f"adaptive.round_cells ({a.round_cells!r}) must be a whole number >= 0 "
+                    f"and adaptive.first_cells ({a.first_cells!r}) one >= 1")
+  if a.round_cells and (cfg.schedule == "wsd" or fixed.sizes or cfg.hparams.lr_factors or
+                        cfg.hparams.batch_factors):
+    raise UserError("adaptive.round_cells: an adaptive study trains IsoFLOP cells one cosine "
+                    "run each; set schedule='cosine' and no fixed_n or hparams grid")
+  if a.target not in ("a", "N") or not (a.width >= 0 and a.max_flops >= 0):
+    raise UserError(f"adaptive.target must be a or N (got {a.target!r}), adaptive.width and "
+                    "adaptive.max_flops numbers >= 0")

@@ -1,0 +1,35 @@
+"""The adaptive sweep (sweeps/adaptive/rounds.py) on stand-in runs whose losses are the known law
+(tests/helpers/sweep_helper.synthetic_train): rounds of `chinchax next` recorded in
+adaptive.jsonl and report.md, within adaptive.max_flops, and a rerun that replays them."""
+
+import json
+
+from chinchax import cli
+from chinchax.sweeps.train import loop
+from tests.helpers.sweep_helper import synthetic_argv, synthetic_train
+
+ADAPTIVE = ["--config.adaptive.round_cells=3", "--config.adaptive.first_cells=8",
+            "--config.adaptive.max_flops=4e13", "--config.adaptive.width=0.001",
+            "--config.bootstrap=0", "--quiet"]
+
+
+def test_rounds_are_recorded_kept_within_max_flops_and_replayed(tmp_path, monkeypatch, capsys):
+  monkeypatch.setattr(loop, "train", synthetic_train)
+  wd = tmp_path / "sweep"
+  assert cli.run(["sweep", *synthetic_argv(wd), *ADAPTIVE]) == 0
+  rounds = [json.loads(l) for l in (wd / "adaptive.jsonl").read_text().splitlines()]
+  assert len(rounds[0]["cells"]) == 8 and "first design" in rounds[0]["why"]
+  assert all(len(r["cells"]) <= 3 for r in rounds[1:]) and rounds[-1]["stop"]
+  runs = [json.loads(l) for l in (wd / "runs.jsonl").read_text().splitlines()]
+  assert len(runs) == sum(len(r["cells"]) for r in rounds)  # every chosen cell, once
+  spent = sum(6 * r["N_total"] * r["D"] for r in runs)
+  assert spent <= 4e13 * 1.0001
+  # The grid of 3 budgets x 5 sizes is the pool's sizes at every budget: 15 sizes x 3 budgets.
+  assert len(runs) < 45
+  report = (wd / "report.md").read_text()
+  assert "## Adaptive rounds" in report and report.count("\n| ") >= len(rounds) + 1
+  before = (wd / "adaptive.jsonl").read_text()
+  capsys.readouterr()
+  assert cli.run(["sweep", *synthetic_argv(wd), *ADAPTIVE]) == 0
+  assert (wd / "adaptive.jsonl").read_text() == before  # the same decisions, none new
+  assert "adaptive round 0: first design" in capsys.readouterr().out
