@@ -6,13 +6,27 @@ FLOPs, on synthetic truths in and out of the law's family (tests/helpers/active_
 Each replicate draws a dense pool (10 budgets 1e18-1e21 x 8 sizes over N*/6..6N* around a
 prior that wanders ±0.3 in log N, 0.5% noise, 2 diverged cells) and its losses once; the
 adaptive study (a 10-cell first design, then 4 cells a round by expected narrowing of a per
-FLOP, until a's 90% interval is 0.05 wide or `--max-share` of the full grid's FLOPs is spent)
+FLOP, until a's 90% interval is 0.025 wide or `--max-share` of the full grid's FLOPs is spent)
 and two naive studies at the FLOPs the adaptive one spent (the largest budgets dropped; three
 sizes per budget around the prior, the largest budgets dropped to fit) are fitted by
 chinchax.fit (200 resamples). Printed per truth and study: the mean share of the full grid's
 FLOPs, how many of the replicates' 90% intervals of a hold the true a (the least-squares slope
 of the true N*(C) over the pool's budgets), and the median width relative to the full grid's
-on the same replicate."""
+on the same replicate.
+
+The 2-core shared host, 8 replicates (`--replicates=8 --truths=law,broken`; about 15 s a
+replicate, so the full 100 x 4 truths takes hours there):
+
+    truth        study              FLOPs      held width/full   width
+    law          full              100.0%    8/8          1.00   0.023
+    law          adaptive           29.4%    8/8          1.05   0.026
+    law          drop_largest       20.1%    8/8          1.27   0.033
+    law          three_per_budget   17.4%    8/8          5.93   0.141
+    broken       full              100.0%    8/8          1.00   0.028
+    broken       adaptive           34.4%    8/8          1.12   0.029
+    broken       drop_largest       21.5%    8/8          1.38   0.037
+    broken       three_per_budget   17.4%    8/8          5.74   0.154
+"""
 
 import argparse
 import os
@@ -50,7 +64,7 @@ def main() -> None:
   p.add_argument("--replicates", type=int, default=100)
   p.add_argument("--truths", default="law,broken,kaplan,constant_lr")
   p.add_argument("--max-share", type=float, default=0.35)
-  p.add_argument("--width", type=float, default=None)
+  p.add_argument("--width", type=float, default=0.025)
   args = p.parse_args()
   print(f"{'truth':<12} {'study':<17} {'FLOPs':>6} {'held':>9} {'width/full':>10} "
         f"{'width':>7} {'no interval':>11}  (90% intervals of a, {args.replicates} replicates)")
