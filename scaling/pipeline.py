@@ -193,6 +193,10 @@ def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict
   kw = {"method": o.approach2_method} if name == "2" else {}
   fit, caught = _quiet(fit_fn, runs, **kw)
   entry = fit.to_dict()
+  if not 0 < entry["a"] < 1:  # b = 1 - a: one of N*, D* would shrink as C grows
+    raise UserError(f"Approach {name} gives a = {entry['a']:.3f}, b = {entry['b']:.3f}: one of "
+                    "N* and D* would fall as compute grows, so these runs do not determine the "
+                    "allocation by this approach; add budgets, or sizes around each minimum")
   entry["warnings"] = _unique([*getattr(fit, "dropped", ()), *getattr(fit, "warnings", ()),
                                *checks.unprefixed(caught, name)])
   entry["ci"], entry["bootstrap"], draws = None, None, None

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import chinchax
+from chinchax.errors import UserError
 from chinchax.scaling.judgement import backtest_doc, caveats
 from chinchax.scaling.parametric import fit as parametric
 from chinchax.scaling.runs import anomalies, design
@@ -215,3 +216,20 @@ def test_the_fit_resamples_sizes_on_checkpoint_suites_only():
 def test_sizes_are_labelled_by_distinct_value():
   labels = design.sizes_of(np.array([3e8, 1e8, 1.01e8, 3.02e8, 2e8]))
   assert labels.tolist() == [2, 0, 0, 2, 1]
+
+
+def test_an_allocation_that_shrinks_with_compute_is_refused_not_written():
+  """IsoFLOP minima placed by hand at N* = 1e9 / 1.5^k for budgets 1e18..1e20 (a < 0): asked
+  for alone, Approach 2 is one line naming a and b; in the default fit it is skipped with
+  that line, and law.json is still written."""
+  N, D, L = [], [], []
+  for k, C in enumerate(np.logspace(18, 20, 4)):
+    n = 1e9 / 1.5**k * np.geomspace(1 / 4, 4, 5)
+    N.append(n)
+    D.append(C / 6 / n)
+    L.append(2.0 + 0.05 * np.log(n * 1.5**k / 1e9)**2 + 0.1 * (3 - k))
+  runs = {"N": np.concatenate(N), "D": np.concatenate(D), "loss": np.concatenate(L)}
+  with pytest.raises(UserError, match=r"^Approach 2 gives a = -0\.\d+, b = 1\.\d+: "):
+    chinchax.fit(runs, approaches="2", bootstrap=20)
+  law = chinchax.fit(runs, bootstrap=20)
+  assert any(n.startswith("skipped: Approach 2 gives a = -") for n in law.doc["notes"])
