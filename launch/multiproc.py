@@ -47,17 +47,20 @@ def process_env(rank: int, processes: int, devices: int, port: int,
 
 
 def start(argv: Sequence[str], processes: int, devices: int, port: int = 0, *,
-          env: dict[str, str] | None = None, stdout=None, stderr=None, cwd=None
-          ) -> list[subprocess.Popen]:
+          env: dict[str, str] | None = None, stdout=None, stderr=None, cwd=None,
+          overrides=None) -> list[subprocess.Popen]:
   """Starts the P processes in one new process group (the first one's), so that the whole job
   can be signalled or killed at once: `os.killpg(procs[0].pid, sig)`. `argv` may be a
-  function of the rank (a test's processes that disagree)."""
+  function of the rank (a test's processes that disagree); `overrides(rank)`, variables set
+  over a process's environment (a test's processes started wrongly: JAX_PROCESS_ID, ...)."""
   port = port or free_port()
   procs: list[subprocess.Popen] = []
   for rank in range(processes):
     group = {"process_group": procs[0].pid if procs else 0}  # same session, own group
+    env_r = {**process_env(rank, processes, devices, port, env),
+             **(overrides(rank) if overrides else {})}
     procs.append(subprocess.Popen(
-        list(argv(rank) if callable(argv) else argv), env=process_env(rank, processes, devices, port, env), cwd=cwd, text=True,
+        list(argv(rank) if callable(argv) else argv), env=env_r, cwd=cwd, text=True,
         stdin=subprocess.DEVNULL,
         stdout=stdout(rank) if callable(stdout) else stdout,
         stderr=stderr(rank) if callable(stderr) else stderr, **group))

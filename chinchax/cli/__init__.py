@@ -3,7 +3,8 @@
 Subcommands are imported lazily so that `chinchax plan` never pays for importing jax.
 Every subcommand is a small module `main(argv: list[str]) -> int` that parses its flags
 (cli/flags.py), calls a library function and prints. A `UserError` becomes one line on stderr
-and exit status 2; Ctrl-C is exit status 130 with the resume hint; anything else is a bug and
+and exit status 2 (a multi-host job started wrongly: one line and its status,
+chinchax/exit_codes.py); Ctrl-C is exit status 130 with the resume hint; anything else is a bug and
 keeps its traceback.
 """
 
@@ -12,6 +13,7 @@ import os
 import sys
 
 from chinchax.errors import UserError
+from chinchax.sweeps.hosts import rollcall
 from chinchax.sweeps.hosts import watch
 
 # name -> (module, one-line help).
@@ -69,6 +71,9 @@ def _run(name: str, rest: list[str]) -> int:
   except UserError as e:
     print(f"chinchax {name}: error: {e}", file=sys.stderr)
     return 2
+  except rollcall.Refused as e:  # a multi-host job started wrongly, or a process missing
+    print(f"chinchax {name}: error: {e}", file=sys.stderr)
+    return e.status
   except KeyboardInterrupt:  # Ctrl-C before a run's stop flag was installed
     print(f"\nchinchax {name}: interrupted; rerun the same command to resume", file=sys.stderr)
     return 130

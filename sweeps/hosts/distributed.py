@@ -6,6 +6,12 @@ JAX_COORDINATOR_ADDRESS (launch/gpu.py, GKE JobSet GPU pods, launch/multiproc.py
 machine), or the TPU VM metadata that `jax.distributed.initialize()` reads itself
 (TPU_WORKER_HOSTNAMES, MEGASCALE_COORDINATOR_ADDRESS on a multislice). One process is one job.
 
+Before jax joins, the processes call the roll at the coordinator's address
+(sweeps/hosts/rollcall.py): a port in use, duplicate IDs, counts that disagree and processes
+missing after CHINCHAX_JOIN_TIMEOUT_S (JOIN_TIMEOUT_S) are one line each, in seconds. On a TPU
+slice, whose processes jax finds from the VM metadata, a join that does not complete in that
+time is one line too (the IDs jax does not say).
+
 Once joined, every process keeps in touch with the others through the coordinator
 (sweeps/hosts/watch.py): a process that stops beating for CHINCHAX_HEARTBEAT_S seconds (default 20) is
 lost, and every other one prints one line naming it and exits with a status the launchers
@@ -17,15 +23,21 @@ devices, so a disagreement cannot hang one), that every process runs the same co
 workdir: a job whose processes disagree is one line on every process.
 """
 
+import contextlib
 import hashlib
 import os
+import sys
+import threading
 
 import jax
 
+from chinchax import exit_codes
 from chinchax.errors import UserError
+from chinchax.sweeps.hosts import rollcall
 from chinchax.sweeps.hosts import watch
 
 HEARTBEAT_S = 20
+JOIN_TIMEOUT_S = 120
 _WAIT_MS = 10 * 60 * 1000  # for the other processes to publish: a slow start, not a lost host
 
 
@@ -46,18 +58,41 @@ def join(env=None, initialize=None) -> str | None:
   heartbeat = 3 * int(env.get("CHINCHAX_HEARTBEAT_S") or HEARTBEAT_S)
   if jax.distributed.is_initialized():
     return "already"
+  timeout = float(env.get("CHINCHAX_JOIN_TIMEOUT_S") or JOIN_TIMEOUT_S)
+  # jax's own timeout aborts with a stack trace: it comes after chinchax's line.
+  waits = {"heartbeat_timeout_seconds": heartbeat, "initialization_timeout": int(timeout) + 30}
   if env.get("JAX_NUM_PROCESSES"):
-    # JAX_COORDINATOR_ADDRESS is read by jax itself.
-    initialize(num_processes=int(env["JAX_NUM_PROCESSES"]),
-               process_id=int(env.get("JAX_PROCESS_ID", "0")),
-               heartbeat_timeout_seconds=heartbeat)
+    P, me = int(env["JAX_NUM_PROCESSES"]), int(env.get("JAX_PROCESS_ID", "0"))
+    if env.get("JAX_COORDINATOR_ADDRESS"):  # read by jax itself too
+      rollcall.call(env["JAX_COORDINATOR_ADDRESS"], me, P, timeout,
+                    say=lambda m: print(m, flush=True))
+    with _join_timer(timeout, f"process {me} of {P}"):
+      initialize(num_processes=P, process_id=me, **waits)
     return "JAX_NUM_PROCESSES"
   hosts = [h for h in env.get("TPU_WORKER_HOSTNAMES", "").split(",") if h.strip()]
   if len(hosts) > 1 or env.get("MEGASCALE_COORDINATOR_ADDRESS"):
     # The TPU runtime's metadata names the coordinator and the processes.
-    initialize(heartbeat_timeout_seconds=heartbeat)
+    with _join_timer(timeout, f"TPU worker {env.get('TPU_WORKER_ID', '?')}"):
+      initialize(**waits)
     return "TPU"
   return None
+
+
+@contextlib.contextmanager
+def _join_timer(timeout: float, who: str):
+  """jax's join, ended with one line when it has not completed in `timeout` seconds."""
+  def expire():
+    print(f"chinchax: error: {who}: the job's processes did not all join within "
+          f"{timeout:g} s (CHINCHAX_JOIN_TIMEOUT_S); start every process of the job, with the "
+          f"same coordinator (exit status {exit_codes.JOIN})", file=sys.stderr, flush=True)
+    os._exit(exit_codes.JOIN)  # the main thread waits inside jax's join
+  timer = threading.Timer(timeout, expire)
+  timer.daemon = True
+  timer.start()
+  try:
+    yield
+  finally:
+    timer.cancel()
 
 
 def _initialize(**kwargs) -> None:

@@ -47,11 +47,13 @@ def env(cache_dir: str, pause_from: int = 0, pause_s: float = 0.0) -> dict[str, 
 class Job:
 
   def __init__(self, args, *, tmp, processes: int = 2, devices: int = 2,
-               deadline_s: float = 120.0, base_env: dict | None = None, script: str = ""):
+               deadline_s: float = 120.0, base_env: dict | None = None, script: str = "",
+               overrides=None, port: int = 0):
     """`args`: the chinchax command line after `chinchax` (`train ...`, `sweep ...`), or a
     function of the rank that gives it, run by
     tests/helpers/multiproc_child.py (`chinchax` with train_child.py's pauses), or by
-    `script` (a Python file given `args`)."""
+    `script` (a Python file given `args`). `overrides(rank)`: variables over that process's
+    environment (launch/multiproc.py's `start`); `port`: the coordinator's (0: a free one)."""
     self.tmp, self.P = str(tmp), processes
     os.makedirs(self.tmp, exist_ok=True)
     base = base_env if base_env is not None else env(os.path.join(self.tmp, "xla-cache"))
@@ -64,8 +66,8 @@ class Job:
     child = script or CHILD
     cmd = ((lambda rank: [sys.executable, child, *args(rank)]) if callable(args)
            else [sys.executable, child, *args])
-    self.procs = launcher.start(cmd, processes, devices, env=base, cwd=tu.ROOT,
-                                stdout=log("out"), stderr=log("err"))
+    self.procs = launcher.start(cmd, processes, devices, port, env=base, cwd=tu.ROOT,
+                                stdout=log("out"), stderr=log("err"), overrides=overrides)
     self.ended: dict[int, float] = {}
 
   def _open(self, rank: int, kind: str):
