@@ -85,6 +85,11 @@ KEYS = (
     K("optimizer.clip_norm", 1.0, "global gradient-norm clip"),
     K("eval_every", 100, "steps between held-out evals"),
     K("eval_tokens", 65536, "the fixed held-out slice the reported loss is averaged over"),
+    # Identity: a task changes what a run records, and fit-tasks pools every run's evaluations
+    # of a task, so a workdir's runs must all score the same ones (sweeps/train/tasks.py).
+    K("tasks", (), "multiple-choice tasks scored at every eval: built-in names "
+      "(stdlib_next_line) or .jsonl files of {context, choices, answer}; their bits per byte "
+      "and accuracy go to metrics.jsonl and result.json"),
     K("log_every", 20, "steps between metrics rows (and progress updates)", **FREE),
     K("spike_factor", 4.0, "fail when the loss exceeds this x its running mean (after warmup)"),
     K("checkpoint.every_steps", 200, "save every this many steps", **FREE),

@@ -2,7 +2,8 @@
 
 Every key a run reads is defined, with its one default, in sweeps/configs/train.py; a config
 that lacks one (written by hand, or by an older chinchax) is refused here with the key named.
-`check` refuses, before anything is opened or compiled, every value that cannot work.
+`check` refuses, before anything is opened or compiled, every value that cannot work (the
+task files of `tasks` are read: a bad item is refused before the data is opened).
 """
 
 import difflib
@@ -23,6 +24,7 @@ from chinchax.sweeps import data
 from chinchax.sweeps.configs import identity
 from chinchax.sweeps.configs import keys
 from chinchax.sweeps.configs import train as train_config
+from chinchax.sweeps.data import choices
 from chinchax.sweeps.data import seqlen
 from chinchax.sweeps.train import optimizer, stop
 
@@ -139,6 +141,7 @@ def check(c: ml_collections.ConfigDict) -> None:
                     "(0: the tokenizer's vocabulary)")
   lengths(c)
   early_stopping(c)
+  choices.read_all(tuple(c.tasks) if isinstance(c.tasks, (list, tuple)) else c.tasks)
 
 
 def _check_optimizer(o: ml_collections.ConfigDict) -> None:

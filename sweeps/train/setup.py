@@ -33,6 +33,7 @@ from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import hooks as hooks_lib
 from chinchax.sweeps.train import hooks as inputs_lib
 from chinchax.sweeps.train import step as step_lib
+from chinchax.sweeps.train import tasks as task_eval
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +158,7 @@ def build(c: ml_collections.ConfigDict, workdir: str, *, devices=None, checkpoin
   mesh = opened.mesh_for(c, devices)
   batch_sharding = sharding.batch_sharding(mesh, sharding.RULES)
   inputs = inputs_lib.make(c, ds, batch_sharding)
+  prepared = task_eval.prepare(c, ds.tokenizer)  # a choice longer than seq_len: refused here
   tokens_per_step = c.batch_size * c.seq_len
   D = total_steps * tokens_per_step
   epochs = ds.epochs_for(D)
@@ -174,6 +176,7 @@ def build(c: ml_collections.ConfigDict, workdir: str, *, devices=None, checkpoin
   # A run resumed at its last step trains no more: its train loss is the one already logged.
   logged = [r["train_loss"] for r in rows if r.get("train_loss") is not None]
   batches, hooks = _hooks(c, workdir, inputs, model_cfg, init_step, checkpoint_lock)
+  hooks += task_eval.hooks(prepared, model, c.sharding, writer, clock, tokens_per_step)
   return Setup(
       c=c, workdir=workdir, inputs=inputs, batches=batches, model=model,
       total_steps=total_steps, tokens_per_step=tokens_per_step, D=D, epochs=epochs,
