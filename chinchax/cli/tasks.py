@@ -1,5 +1,5 @@
-"""`chinchax fit-tasks RUNS.csv [--out=tasks.json] [--bootstrap=N] [--ci=0.9] [--plots=DIR]
-[--loss-unit=bpb|nats] [--last=K] [--chance=P] [--seed=S] [--quiet]`.
+"""`chinchax fit-tasks RUNS.csv|WORKDIR [--out=tasks.json] [--bootstrap=N] [--ci=0.9]
+[--plots=DIR] [--loss-unit=bpb|nats] [--last=K] [--chance=P] [--seed=S] [--quiet]`.
 
 Fits each task's accuracy from N and D in two steps: step 1 the task's loss L(N, D) = E +
 A/N^alpha + B/D^beta (Approach 3) on each run's final evaluations (the mean of its last K),
@@ -12,8 +12,9 @@ named as not identified when the evaluations never pass its midpoint.
 
 RUNS.csv has one row per evaluation: run, N, D (tokens seen at that evaluation), task, loss
 (the task's loss of the correct continuation, in --loss-unit), accuracy (in [0, 1]) and
-optionally chance. Writes tasks.json; `chinchax plan --tasks=tasks.json --params=N
---tokens=D` predicts from it.
+optionally chance; or WORKDIR, a sweep workdir whose runs scored tasks (train.tasks): each
+evaluation of its runs.jsonl's records, in bits per byte, N the runs' N_total. Writes
+tasks.json; `chinchax plan --tasks=tasks.json --params=N --tokens=D` predicts from it.
 
     chinchax fit-tasks ladder.csv --out=tasks.json --plots=plots/
 
@@ -36,7 +37,7 @@ def _parser():
                       epilog="example: chinchax fit-tasks ladder.csv --out=tasks.json "
                              "--plots=plots/")
   p.add_argument("runs", help="CSV of task evaluations: run, N, D, task, loss, accuracy "
-                 "[, chance]")
+                 "[, chance]; or a sweep workdir whose runs scored tasks")
   p.add_argument("--out", default="tasks.json", help="where to write tasks.json (default: "
                  "./tasks.json)")
   p.add_argument("--bootstrap", type=argtypes.count, default=1000,

@@ -122,7 +122,8 @@ def fit_tasks(source, *, out: str | None = None, bootstrap: int = 1000, ci: floa
               chance: float | None = None, plots: str | None = None,
               log: Callable[[str], None] | None = None) -> TaskLaws:
   """Task laws in two steps from evaluations (scaling.tasks.table: a CSV path, a DataFrame
-  or a mapping of columns run, N, D, task, loss, accuracy [, chance]).
+  or a mapping of columns run, N, D, task, loss, accuracy [, chance], or a sweep workdir
+  whose runs scored tasks).
 
   loss_unit: "bpb" or "nats", the unit of the `loss` column (stated in tasks.json).
   last: step 1 reads each run's mean over its `last` evaluations of largest D.
@@ -144,6 +145,9 @@ def fit_tasks(source, *, out: str | None = None, bootstrap: int = 1000, ci: floa
     atomic.check_writable(out, "out")
   if plots:
     atomic.check_writable(plots, "plots", folder=True)
+  if isinstance(source, (str, os.PathLike)) and atomic.isdir(source) and loss_unit != "bpb":
+    raise UserError(f"{os.fspath(source)}: a workdir's task losses are bits per byte (the "
+                    f"trainer's unit); drop the loss unit {loss_unit!r}")
   data, name = table.load(source)
   if out and isinstance(source, (str, os.PathLike)) and os.path.abspath(
       os.fspath(source)) == os.path.abspath(os.fspath(out)):

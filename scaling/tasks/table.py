@@ -1,5 +1,6 @@
-"""Task evaluations in: a CSV (or a table of columns) of one row per evaluation into one
-`TaskData` per task, every bad value one line naming its file, line and field.
+"""Task evaluations in: a CSV (or a table of columns) of one row per evaluation, or a sweep
+workdir whose runs scored tasks (`read_workdir`), into one `TaskData` per task, every bad
+value one line naming its file, line and field.
 
 Columns: `run` (the run's name), `N` (its parameters), `D` (the tokens it had seen at this
 evaluation: a checkpoint's, not the run's planned total), `task`, `loss` (the task's loss of
@@ -148,6 +149,47 @@ def from_columns(table, source: str = "<columns>") -> dict[str, TaskData]:
                                         for i in range(n)])
 
 
+def read_workdir(path: str) -> dict[str, TaskData]:
+  """A sweep workdir's task evaluations: each finished run of runs.jsonl (read by
+  scaling/runs/records.py) with its `tasks` record (sweeps/train/tasks.py), one row per
+  evaluation, N the run's N_total, D the tokens seen at that evaluation, the loss in bits per
+  byte. Runs that scored a task from different files (another sha256) are refused."""
+  runs = os.path.join(path, "runs.jsonl")
+  if not atomic.exists(runs):
+    raise UserError(f"{path}: a folder without runs.jsonl; fit-tasks reads a CSV of task "
+                    f"evaluations ({', '.join(COLUMNS)}) or a sweep workdir whose runs scored "
+                    "tasks (train.tasks in its config)")
+  rows, files_of = [], {}
+  for where, rec in files.run_records(runs):
+    tasks = rec.get("tasks")
+    if rec["status"] != "done" or not tasks:
+      continue
+    if not isinstance(tasks, dict):
+      raise UserError(f"{where}: tasks must be an object of task records, got "
+                      f"{type(tasks).__name__}")
+    for task, t in tasks.items():
+      evals = t.get("evals") if isinstance(t, dict) else None
+      if not isinstance(evals, list) or t.get("loss_unit") != "bpb":
+        raise UserError(f"{where}: task {task!r} is not a task record of chinchax's trainer "
+                        "(evals in bits per byte)")
+      sha, first = files_of.setdefault(task, (t.get("sha256"), rec["name"]))
+      if t.get("sha256") != sha:
+        raise UserError(f"{where}: run {rec['name']!r} scored task {task!r} from another "
+                        f"file than run {first!r} (sha256 differs); a task's runs must "
+                        "score the same items")
+      for e in evals:
+        if not isinstance(e, dict):
+          raise UserError(f"{where}: task {task!r} has an evaluation that is not an object")
+        rows.append((where.rpartition(":")[2], {
+            "run": rec["name"], "N": rec.get("N_total"), "D": e.get("tokens"),
+            "task": task, "loss": e.get("loss"), "accuracy": e.get("accuracy"),
+            "chance": t.get("chance")}))
+  if not rows:
+    raise UserError(f"{runs}: no finished run scored a task; list tasks in the sweep "
+                    "config's train.tasks (e.g. ('stdlib_next_line',)) and rerun")
+  return from_records(runs, rows)
+
+
 def load(source) -> tuple[dict[str, TaskData], str]:
   """({task: TaskData}, a name for the source) from a CSV path or a table of columns."""
   if isinstance(source, (str, os.PathLike)):
@@ -155,9 +197,8 @@ def load(source) -> tuple[dict[str, TaskData], str]:
     if not atomic.exists(path):
       raise UserError(f"{path}: not found; fit-tasks reads a CSV of task evaluations "
                       f"({', '.join(COLUMNS)})")
-    if os.path.isdir(path):
-      raise UserError(f"{path}: a folder; fit-tasks reads a CSV of task evaluations "
-                      f"({', '.join(COLUMNS)})")
+    if atomic.isdir(path):
+      return read_workdir(path), path
     return read_csv(path), path
   if hasattr(source, "columns") or isinstance(source, dict):
     return from_columns(source, f"<{type(source).__name__}>"), f"<{type(source).__name__}>"

@@ -115,7 +115,8 @@ BATCH = 8  # sequences of 64 bytes, at every budget: one compile per shape, one 
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-  del arg  # no presets
+  if arg not in (None, "", "tasks"):
+    raise ValueError(f"unknown preset {arg!r} for smoke.py: use tasks, or none")
   t = train.get_config("cpu")
   t.model.tied = True
   t.seq_len = 64
@@ -123,6 +124,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   t.eval_every, t.eval_tokens, t.log_every = 2000, 32768, 200
   t.checkpoint.update(every_steps=2000, every_minutes=5.0, keep=1)
 
+  if arg == "tasks":  # every eval also scores the built-in task (sweeps/data/choices.py)
+    t.tasks = ("stdlib_next_line",)
   c = sweep_config.base_config(t)
   c.name = "smoke"
   c.budgets = BUDGETS

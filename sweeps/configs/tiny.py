@@ -30,13 +30,16 @@ from chinchax.sweeps.configs import train
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-  del arg  # no presets
+  if arg not in (None, "", "tasks"):
+    raise ValueError(f"unknown preset {arg!r} for tiny.py: use tasks, or none")
   t = train.get_config("tiny")
   t.model.tied = True
   t.seq_len = 64
   t.eval_every, t.eval_tokens, t.log_every = 200, 4096, 50
   t.checkpoint.update(every_steps=200, every_minutes=5.0, keep=1)
 
+  if arg == "tasks":  # every eval also scores the built-in task (sweeps/data/choices.py)
+    t.tasks = ("stdlib_next_line",)
   c = sweep_config.base_config(t)
   c.name = "tiny"
   c.budgets = (2.5e11, 5e11)
