@@ -78,9 +78,20 @@ def decay_mask(params):
   return jax.tree_util.tree_map_with_path(is_matrix, params)
 
 
+# The schedule is evaluated on steps in blocks of this many: optax's schedules are eager jnp
+# ops, each compiled for the shape it is given, so a table of every run's own length T + 1
+# compiled about ten small XLA programs per run (305 of the smoke sweep's 341). Blocks of one
+# length compile them once per process, whatever T; the values are the same ops on the same
+# numbers, bit for bit (tests/sweeps/test_optimizer.py).
+TABLE_BLOCK = 4096
+
+
 def lr_table(cfg: OptimizerConfig, total_steps: int) -> np.ndarray:
   """lr_t for t = 0 .. total_steps (float32): the schedule evaluated once, read per step."""
-  return np.asarray(schedule(cfg, total_steps)(np.arange(total_steps + 1)), np.float32)
+  fn, n = schedule(cfg, total_steps), total_steps + 1
+  blocks = [np.asarray(fn(np.arange(start, start + TABLE_BLOCK)), np.float32)
+            for start in range(0, n, TABLE_BLOCK)]
+  return np.concatenate(blocks)[:n]
 
 
 def scale_by_injected_lr() -> optax.GradientTransformationExtraArgs:
