@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 import os
 import sys
+import tempfile
 import threading
 
 import jax
@@ -100,8 +101,25 @@ def _initialize(**kwargs) -> None:
   # before the run's stop flag is installed (during setup, a compile) would leave the process
   # deaf to it; chinchax's own stop (sweeps/hosts/watch.py) is agreed without it.
   jax.config.update("jax_enable_preemption_service", False)
+  native_stdout_aside(kwargs.get("process_id"))
   jax.distributed.initialize(**kwargs)
   watch.start(client(), jax.process_index(), jax.process_count(), _heartbeat_s())
+
+
+def native_stdout_aside(process) -> str:
+  """Points the process's file descriptor 1, where native libraries print (gloo's "[Gloo] Rank
+  0 is connected to 3 peer ranks" for every collective group of every job), at a log file;
+  Python's sys.stdout keeps the original stdout. Returns the log's path."""
+  name = f"chinchax-native-{'' if process is None else f'{process}-'}{os.getpid()}.log"
+  path = os.path.join(tempfile.gettempdir(), name)
+  sys.stdout.flush()
+  kept = os.dup(1)
+  log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+  os.dup2(log, 1)
+  os.close(log)
+  sys.stdout = open(kept, "w", buffering=1, encoding=sys.stdout.encoding,  # noqa: SIM115
+                    errors=sys.stdout.errors)
+  return path
 
 
 def _heartbeat_s() -> int:

@@ -230,3 +230,5 @@ def test_a_sweep_stopped_on_every_process_reruns_without_training_a_done_cell_ag
   assert sorted(l["name"] for l in lines) == sorted(sweep_helper.results(wd)), lines
   assert len(lines) == 2 and (wd / "report.md").exists()
   assert "wrote" not in results[1].out  # process 1 writes no shared file
+  # gloo's "[Gloo] Rank 0 is connected to ..." lines go to a log file, not to stdout.
+  assert not [r.rank for r in results if "[Gloo]" in r.out + r.err], job.report()
