@@ -250,13 +250,13 @@ def test_a_tiny_train_scores_the_builtin_task_and_fit_tasks_reads_its_workdir(tm
   assert [(e["step"], e["loss"], e["accuracy"]) for e in t["evals"]] == [
       (r["step"], r["tasks"]["stdlib_next_line"]["loss"],
        r["tasks"]["stdlib_next_line"]["accuracy"]) for r in scored]
-  # Four more runs stand in for a sweep's other sizes (fit-tasks needs five).
+  # Four more runs stand in for a sweep's other sizes and token counts (fit-tasks needs five).
   lines = [rec]
-  for i in range(1, 5):
+  for i, d in zip(range(1, 5), (3.0, 0.5, 6.0, 1.5)):
     other = json.loads(json.dumps(rec))
     other["name"], other["N_total"] = f"run{i}", rec["N_total"] * 2**i
     for e in other["tasks"]["stdlib_next_line"]["evals"]:
-      e["loss"] *= 0.9**i
+      e["loss"], e["tokens"] = e["loss"] * 0.9**i * d**-0.05, e["tokens"] * d
     lines.append(other)
   (tmp_path / "wd" / "runs.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
   out = tmp_path / "tasks.json"
