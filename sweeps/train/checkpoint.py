@@ -25,7 +25,8 @@ Runs that share a process (the packed executor's threads) pass one `lock` and
 `async_save=False`: orbax CheckpointManagers saving at once from several threads of one
 process collide on their temporary directories (FileExistsError / FileNotFoundError, seen with
 orbax 0.12 on 6 packed cells), so each of their checkpoint calls then takes the lock in turn.
-Saves of small cells take milliseconds, so the lock costs little.
+Saves of small cells take milliseconds, so the lock costs little; the every-step question "is a
+save due?" is answered outside it.
 """
 
 import contextlib
@@ -177,12 +178,18 @@ class Checkpointer:
 
   # ------------------------------------------------------------------------- save, restore
 
-  @_in_turn
   def maybe_save(self, step: int, state, force: bool = False) -> bool:
     killpoints.hit("step")
+    # "Not due" is read from this run's own step and clock, outside the shared lock: a packed
+    # cell asked it every step under the lock and stalled while another cell saved. (orbax's
+    # policies would cost ~1 ms a step to say so.)
     if not force and step % self._every_steps and not (
         self.every_s is not None and time.monotonic() - self._last_save >= self.every_s):
-      return False  # not due: orbax's policies would cost ~1 ms a step to say so
+      return False
+    return self._save(step, state, force)
+
+  @_in_turn
+  def _save(self, step: int, state, force: bool) -> bool:
     if self._mgr.latest_step() == step:
       return False  # already saved at this step (an interval save just before a forced one)
     due = self.every_s is not None and time.monotonic() - self._last_save >= self.every_s
