@@ -165,6 +165,9 @@ def main_config(c: ml_collections.ConfigDict, branches: list[Branch]) -> ml_coll
     m.wsd.branches = ()
     m.wsd.budgets = ()
     m.wsd.save_steps = tuple(b.start for b in branches)
+    if not (c.wsd.stable_evals or c.early_stop.patience or c.checkpoint.keep_best):
+      # No periodic eval (the loop evaluates at multiples of eval_every before the last step).
+      m.eval_every = max(b.start for b in branches)
   return m
 
 

@@ -112,6 +112,8 @@ KEYS = (
     K("wsd.budgets", (), "the nominal C of each branch (a sweep's IsoFLOP cells; set by the "
       "sweep)"),
     K("wsd.save_steps", (), "set by sweeps/wsd.py"),
+    K("wsd.stable_evals", False, "the stable run also evaluates every eval_every steps (off: "
+      "only its last step; its losses are no fit point, its branches' are)"),
     # Free: read only while the run has no checkpoint of its own, so a resume that moved the
     # workdir (an absolute init_from changes with it) changes nothing trained.
     K("init_from", "", "a checkpoint folder to start from when the run has none of its own",
