@@ -132,6 +132,14 @@ class Setup:
       if self.ckpt.maybe_save(step, state, force=force):
         self.writer.flush()
 
+  def save_final(self, step: int, state) -> None:
+    """The checkpoint where the steps ended, before the final eval and the record. A WSD branch
+    (`branch_of`) saves none: once its record is written nobody reads it (a third of the smoke
+    sweep's saves), and one killed before that resumes from its last interval checkpoint, or
+    its branch point, and trains the rest again to the same bits."""
+    if not self.c.branch_of:
+      self.save(step, state, force=True)
+
   def mfu(self, tok_s: float | None) -> float | None:
     """Model FLOPs utilisation at `tok_s` tokens/s (None on CPU, which has no fair peak)."""
     if not (self.peak and tok_s):
