@@ -209,7 +209,7 @@ def stopped(s: setup_lib.Setup, end: End, log) -> dict:
 def finish(s: setup_lib.Setup, end: End, t_start: float, log) -> dict:
   """The last checkpoint and eval, then the run record (result.json)."""
   if not end.failure:
-    s.save(end.step, end.state, force=True)
+    s.save_final(end.step, end.state)
   s.ckpt.close()
   eval_loss = float("nan")
   if not end.failure:
