@@ -152,6 +152,8 @@ def fit_tasks(source, *, out: str | None = None, bootstrap: int = 1000, ci: floa
   if out and isinstance(source, (str, os.PathLike)) and os.path.abspath(
       os.fspath(source)) == os.path.abspath(os.fspath(out)):
     raise UserError(f"out {out} is the evaluations file; give another --out")
+  for d in data.values():  # every task's design refused before any is fitted or printed
+    steps.check_design(d, last)
   log = log or (lambda _: None)
   fits, tasks = {}, {}
   for task, d in data.items():

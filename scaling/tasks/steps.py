@@ -18,6 +18,8 @@ import dataclasses
 
 import numpy as np
 
+from chinchax.errors import UserError
+
 from chinchax.scaling.numerics import intervals
 from chinchax.scaling.parametric import fit as parametric
 from chinchax.scaling.tasks import link
@@ -48,11 +50,23 @@ def usable(draws_Rx9: np.ndarray) -> np.ndarray:
   return keep & (d[:, 7] > 0) & (d[:, 5] <= d[:, 6])
 
 
+def check_design(data: TaskData, last: int = 1):
+  """(N, D, loss) of each run's final evaluations, refused in one line when log N and log D do
+  not vary apart: the law's N and D terms could not be told apart."""
+  N, D, L = data.final(last)
+  logs = np.column_stack([np.ones_like(N), np.log(N), np.log(D)])
+  if np.linalg.matrix_rank(logs, tol=1e-6) < 3:
+    raise UserError(f"task {data.task!r}: its runs' final evaluations do not vary N and D "
+                    f"apart (N {N.min():.3g}..{N.max():.3g}, D {D.min():.3g}..{D.max():.3g}); "
+                    "step 1 needs runs of different sizes at different token counts")
+  return N, D, L
+
+
 def fit_task(data: TaskData, *, bootstrap: int = 1000, seed: int = 0, last: int = 1,
              level: float = 0.9, chance: float | None = None,
              delta: float = parametric.DEFAULT_DELTA) -> TaskFit:
   """Both steps of one task and, with bootstrap > 0, their joint draws."""
-  N, D, L = data.final(last)
+  N, D, L = check_design(data, last)
   step1 = parametric.fit_parametric(N, D, L, delta=delta)
   floor = data.chance if chance is None else chance
   step2 = link.fit(data.loss, data.accuracy, floor=floor)

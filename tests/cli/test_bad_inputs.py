@@ -336,6 +336,10 @@ CASES = [
      r"nope\.csv: not found; fit-tasks reads a CSV of task evaluations"),
     ("tasks-a-folder", "fit-tasks", {"wd/x.txt": ""}, ["{d}/wd", "--out={d}/tasks.json"],
      r"a folder without runs\.jsonl; fit-tasks reads a CSV"),
+    ("tasks-one-token-count", "fit-tasks",
+     {"t.csv": "run,N,D,task,loss,accuracy\n" + "".join(
+         f"r{i},{1e6 * 2**i:g},1e9,x,{1.5 - 0.1 * i:g},0.4\n" for i in range(5))},
+     ["{d}/t.csv", "--out={d}/tasks.json"], r"task 'x'.*do not vary N and D apart"),
     ("tasks-workdir-without-tasks", "fit-tasks",
      {"wd/runs.jsonl": json.dumps({"schema": "chinchax/run/v1", "name": "r", "status": "done"})
       + "\n"}, ["{d}/wd", "--out={d}/tasks.json"], r"no finished run scored a task.*train\.tasks"),
