@@ -110,7 +110,10 @@ def minimize(th0_Sx4: np.ndarray, z_n: np.ndarray, y_n: np.ndarray, W_Sxn: np.nd
     A = H + lam[:, None, None] * (diag[:, :, None] * eye + 1e-9 * eye)
     if not free_floor:  # the floor's row is zero: hold it
       A[:, 0, 0] = 1.0
-    step = -np.linalg.solve(A, grad[..., None])[..., 0]
+    try:
+      step = -np.linalg.solve(A, grad[..., None])[..., 0]
+    except np.linalg.LinAlgError:  # a flat direction (accuracies that never move): least norm
+      step = -(np.linalg.pinv(A) @ grad[..., None])[..., 0]
     trial = th + step
     trial[:, 1] = np.clip(trial[:, 1], -U_CLIP, U_CLIP)
     trial[:, 2] = np.clip(trial[:, 2], -8.0, 8.0)

@@ -20,7 +20,7 @@ from chinchax.errors import UserError
 from chinchax.models import sharding, sharding as mesh_lib
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.runs.conventions import Shape
-from chinchax.scaling.tasks import table
+from chinchax.scaling.tasks import steps, table
 from chinchax.sweeps.data import choices, tokenizers
 from chinchax.sweeps.train import step as step_lib
 from chinchax.sweeps.train import tasks
@@ -269,3 +269,31 @@ def test_a_tiny_train_scores_the_builtin_task_and_fit_tasks_reads_its_workdir(tm
   assert e["step1"]["runs"] == 5 and e["step2"]["evaluations"] == 15
   assert e["step2"]["floor"] == 0.25 and e["step2"]["floor_fixed"]
   assert doc["conventions"]["loss"].startswith("bits per byte")
+
+
+# The tiny sweep's evaluations of the built-in task (tiny.py:tasks): accuracies near chance,
+# on which a bootstrap resample's Levenberg-Marquardt system was singular (a LinAlgError).
+NEAR_CHANCE = [  # run, N, D, loss (bpb), accuracy
+    (0, 31968, 307200, 2.9797, 8 / 48), (0, 31968, 614400, 2.4732, 12 / 48),
+    (0, 31968, 921600, 2.3239, 12 / 48), (0, 31968, 1228800, 2.2704, 13 / 48),
+    (0, 31968, 1304064, 2.2175, 12 / 48), (1, 46360, 307200, 2.8247, 11 / 48),
+    (1, 46360, 614400, 2.4643, 12 / 48), (1, 46360, 898560, 2.3581, 13 / 48),
+    (2, 65616, 307200, 2.7933, 10 / 48), (2, 65616, 614400, 2.4232, 11 / 48),
+    (2, 65616, 634368, 2.4229, 11 / 48), (3, 46360, 396800, 2.8694, 9 / 48),
+    (3, 46360, 793600, 2.3754, 10 / 48), (3, 46360, 1190400, 2.1884, 13 / 48),
+    (3, 46360, 1587200, 2.0911, 14 / 48), (3, 46360, 1797504, 2.0814, 14 / 48),
+    (4, 65616, 396800, 2.6435, 11 / 48), (4, 65616, 793600, 2.2317, 14 / 48),
+    (4, 65616, 1190400, 2.1392, 14 / 48), (4, 65616, 1269760, 2.1022, 14 / 48),
+    (5, 90888, 396800, 2.645, 11 / 48), (5, 90888, 793600, 2.2407, 12 / 48),
+    (5, 90888, 916608, 2.2086, 14 / 48)]
+
+
+def test_the_bootstrap_survives_accuracies_near_chance():
+  cols = list(zip(*NEAR_CHANCE))
+  d = table.from_columns({"run": [f"r{i}" for i in cols[0]], "N": cols[1], "D": cols[2],
+                          "task": ["t"] * len(NEAR_CHANCE), "loss": cols[3],
+                          "accuracy": cols[4], "chance": [0.25] * len(NEAR_CHANCE)})["t"]
+  f = steps.fit_task(d, bootstrap=200, seed=0)
+  floor, ceiling = f.step2.params[:2]
+  assert floor == 0.25 and 0.25 < ceiling <= 1
+  assert len(f.draws) > 100
