@@ -34,6 +34,7 @@ COORDINATOR = 76
 STUCK = 77
 JOIN = 78
 SIGINT, SIGPIPE, SIGTERM = 130, 141, 143  # 128 + the signal's number, as a shell says
+ABORT = 134  # SIGABRT: jax's own abort, with its stack trace
 
 TABLE = (
     Code(DONE, "done", "done", "every run and the fit finished"),
@@ -47,6 +48,9 @@ TABLE = (
     Code(STUCK, "stuck", "host", "no train step finished within the watchdog's deadline (a "
          "stuck collective, a frozen host)"),
     Code(JOIN, "join timeout", "host", "the job's processes did not all join in time"),
+    Code(ABORT, "aborted by jax", "host", "jax's runtime ended the process with a stack "
+         "trace: the coordinator lost (jax sees it before chinchax can), a collective's "
+         "rendezvous timed out"),
     Code(SIGINT, "stopped by Ctrl-C", "stop", "checkpointed; a rerun resumes"),
     Code(SIGPIPE, "stdout's reader left", "stop", "checkpointed; a rerun resumes"),
     Code(SIGTERM, "stopped by SIGTERM", "stop", "a preemption: checkpointed; a rerun resumes"),

@@ -26,7 +26,8 @@ def test_design_quotes_the_table_and_the_jobset_fails_on_its_no_restart_rows_onl
   rows = design_rows()
   assert rows == {c.status: (c.name, r) for c, r in zip(exit_codes.TABLE, [
       "-", "no", "no", "yes, also on a VM", "yes, also on a VM", "yes, also on a VM",
-      "yes, also on a VM", "by the JobSet", "by the JobSet", "by the JobSet"])}
+      "yes, also on a VM", "yes, also on a VM", "by the JobSet", "by the JobSet",
+      "by the JobSet"])}
   no_restart = sorted(s for s, (_, r) in rows.items() if r == "no")
   assert no_restart == [1, 2]
   for job in (jobset.Job("s", ("sweep",), gpu="nvidia-h100-80gb", nodes=2),
@@ -36,7 +37,7 @@ def test_design_quotes_the_table_and_the_jobset_fails_on_its_no_restart_rows_onl
     assert rule["action"] == "FailJob"
     assert sorted(rule["onExitCodes"]["values"]) == no_restart
   # The statuses a lost, stuck or missing host gives, and a preemption's, are restarted.
-  for status in (75, 76, 77, 78, 143, 137):
+  for status in (75, 76, 77, 78, 134, 143, 137):
     assert exit_codes.restart(status), status
   assert not exit_codes.restart(0)
 
