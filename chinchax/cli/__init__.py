@@ -10,8 +10,11 @@ keeps its traceback.
 
 import importlib
 import os
+import signal
 import sys
+import threading
 
+from chinchax import exit_codes
 from chinchax.errors import UserError
 from chinchax.sweeps.hosts import rollcall
 from chinchax.sweeps.hosts import watch
@@ -57,9 +60,28 @@ def run(argv: list[str]) -> int:
   if name not in COMMANDS:
     print(f"chinchax: unknown command {name!r}; one of: {', '.join(COMMANDS)}", file=sys.stderr)
     return 2
-  rc = _run(name, rest)
+  main = threading.current_thread() is threading.main_thread()
+  # Until a run installs its stop flag (and after it puts this back), a SIGTERM (a preemption
+  # during startup, a join) ends the command with one line, not silently.
+  previous = signal.signal(signal.SIGTERM, lambda *_: _terminated(name)) if main else None
+  try:
+    rc = _run(name, rest)
+  finally:
+    if main:
+      signal.signal(signal.SIGTERM, previous)
   watch.finish(rc)  # a multi-host job: the other processes learn how this one ended
   return rc
+
+
+def _terminated(name: str) -> None:
+  """SIGTERM outside a run's stop flag: one line, and the other processes of a multi-host
+  job told. At once, as the default action would: an exception could leave a library's
+  threads (a checkpoint's writers) keeping the process alive; artifacts are written
+  atomically, so an end at any point is a kill's."""
+  print(f"chinchax {name}: stopped by SIGTERM outside a run (starting, joining the job or "
+        "ending); nothing is lost: rerun the same command", file=sys.stderr, flush=True)
+  watch.finish(exit_codes.SIGTERM)
+  os._exit(exit_codes.SIGTERM)
 
 
 def _run(name: str, rest: list[str]) -> int:

@@ -165,8 +165,9 @@ class Watch:
           status = int(beat.split()[1])
           _lost(f"process {q} of the job ended with exit status {status}",
                 status if status in exit_codes.NO_RESTART else exit_codes.LOST)
-        _lost(f"lost process {q} of the job: no heartbeat for {self.heartbeat_s:g} s",
-              exit_codes.LOST)
+        else:
+          _lost(f"lost process {q} of the job: no heartbeat for {self.heartbeat_s:g} s",
+                exit_codes.LOST)
 
   def _stop(self, entries: dict[str, str]) -> None:
     if self.agreed is not None:

@@ -166,10 +166,11 @@ def _check_term(o: Outcome, workdir: str, kind: str, in_loop: bool) -> tuple[str
   """(what the SIGTERM did, problems): inside the train loop it must end in exit 143 and a
   committed checkpoint at the step it stopped at; before the loop the process just ends."""
   m = re.search(r"stopped by SIGTERM at step (\d+); checkpoint saved", o.out)
-  if o.rc != 143:
-    if in_loop or o.rc not in (0, 1, -signal.SIGTERM):
+  outside = o.rc == 143 and "stopped by SIGTERM outside a run" in o.err  # chinchax/cli
+  if o.rc != 143 or outside:
+    if in_loop or o.rc not in (0, 1, 143, -signal.SIGTERM):
       return "", [f"SIGTERM gave exit {o.rc}: {o.err[-500:]}"]
-    return f"exit {o.rc} (before the train loop)" if o.rc < 0 else "ended first", []
+    return (f"exit {o.rc} (before the train loop)" if o.rc < 0 or outside else "ended first"), []
   if m is None:
     return "", [f"exit 143 without the 'checkpoint saved' line: {o.out[-500:]}"]
   step = m.group(1)

@@ -3,6 +3,7 @@ mistake is one line on every process within seconds (sweeps/hosts/rollcall.py), 
 exit status of chinchax/exit_codes.py, where jax alone waited 300 s and aborted with a stack
 trace naming nothing (or segfaulted, or saw nothing wrong at all)."""
 
+import signal
 import socket
 
 import pytest
@@ -63,3 +64,17 @@ def test_a_coordinator_port_in_use_is_refused_by_process_0_before_jax_starts(tmp
   assert p0.err.startswith(f"chinchax train: error: the coordinator's port {port} "
                            f"(127.0.0.1:{port}) is in use (Address already in use)"), p0.err
   assert p1.rc == 78 and "no process 0 of this job answered" in p1.err, p1.err
+
+
+def test_sigterm_while_waiting_to_join_is_one_line_and_a_restartable_status(tmp_path):
+  args = ["train", *tu.tiny_args(str(tmp_path / "wd"), str(tmp_path / "data"))]
+  with mp.Job(args, tmp=tmp_path / "logs", processes=1, base_env=mp.env(str(tmp_path / "x")),
+              deadline_s=60, overrides=lambda rank: {"JAX_NUM_PROCESSES": "2"}) as job:
+    job.wait_for(lambda: job.saw("waiting at"), timeout=50)  # for process 1, in vain
+    t = job.signal(signal.SIGTERM)
+    (r,) = job.wait(timeout=20)
+  assert r.rc == 143, job.report()  # exit_codes.SIGTERM: the JobSet restarts it
+  assert r.err.strip().splitlines() == [
+      "chinchax train: stopped by SIGTERM outside a run (starting, joining the job or ending); "
+      "nothing is lost: rerun the same command"], r.err
+  assert r.wall_s - (t - job.t0) < 5
