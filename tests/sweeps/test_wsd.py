@@ -47,6 +47,7 @@ def test_two_cooldown_branches_beat_the_stable_run(tmp_path, tiny_config):
   c.wsd.decay_fraction = 0.25
   c.optimizer.peak_lr = 2e-2  # high enough that the plateau sits on its noise floor
   c.eval_every, c.log_every = 5, 1
+  c.wsd.stable_evals = True  # the stable run's curve, to compare each branch with
   c.checkpoint.every_steps = 1000
   workdir = str(tmp_path / "w")
   out = wsd.train_wsd(c, workdir, quiet=True)
