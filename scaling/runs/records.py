@@ -6,7 +6,9 @@ of `metrics.jsonl`, with one policy for damage.
       name, status ("done" | "failed"), reason, budget (the cell's nominal C, or null),
       N_total, N_non_embedding, D (tokens trained), flops_6ND, flops_chinchilla,
       shape {...}, hparams {...}, train_loss, eval_loss, eval_bpb, curve ("metrics.jsonl"),
-      schedule, unique_tokens, epochs, tokens_per_s, mfu, wall_s, steps, versions {...}
+      schedule, unique_tokens, epochs, tokens_per_s, mfu, wall_s, steps, versions {...},
+      and, for a run that scored tasks (config.tasks), tasks {name: {loss, accuracy,
+      loss_unit, chance, items, sha256, evaluations [...]}} (sweeps/train/tasks.py)
 
   Both parameter and both FLOP conventions are stored, so a fit can use either.
 - `WORKDIR/runs.jsonl`: one line per finished run, the index of the result.json files (the
