@@ -9,9 +9,9 @@ tiny sweep (its own `log_every`, 50) on 2 processes x 2 CPU devices joined over 
 gloo (launch/multiproc.py), `recipe.batch_multiple=4`. Each run gets --timeout seconds; one
 past it is a hang (killed, its last lines kept); the watchdog (sweeps/hosts/watchdog.py) ends a
 stuck one first, exit 77. A sweep whose cells all trained but whose fit failed counts as
-trained to the end: the bound changes no value the fit sees. `--in-flight` lists the bounds to compare:
-sweeps/train/loop.py's IN_FLIGHT, 0 for none (the host dispatches as far ahead as it likes, as
-before the bound). Prints one line per run (status, exit code, seconds) and a summary per case
+trained to the end: the bound changes no value the fit sees. `--in-flight` lists the bounds
+to compare: sweeps/train/loop.py's IN_FLIGHT, 0 for none (the host dispatches as far ahead as
+it likes, as before the bound). Prints one line per run (status, exit code, seconds) and a summary per case
 and bound: runs finished, median and slowest seconds.
 """
 
