@@ -23,6 +23,7 @@ devices, so a disagreement cannot hang one), that every process runs the same co
 workdir: a job whose processes disagree is one line on every process.
 """
 
+import atexit
 import contextlib
 import hashlib
 import os
@@ -109,7 +110,8 @@ def _initialize(**kwargs) -> None:
 def native_stdout_aside(process) -> str:
   """Points the process's file descriptor 1, where native libraries print (gloo's "[Gloo] Rank
   0 is connected to 3 peer ranks" for every collective group of every job), at a log file;
-  Python's sys.stdout keeps the original stdout. Returns the log's path."""
+  Python's sys.stdout keeps the original stdout. Returns the log's path; a log of those lines
+  alone is removed when the process exits normally."""
   name = f"chinchax-native-{'' if process is None else f'{process}-'}{os.getpid()}.log"
   path = os.path.join(tempfile.gettempdir(), name)
   sys.stdout.flush()
@@ -119,7 +121,18 @@ def native_stdout_aside(process) -> str:
   os.close(log)
   sys.stdout = open(kept, "w", buffering=1, encoding=sys.stdout.encoding,  # noqa: SIM115
                     errors=sys.stdout.errors)
+  atexit.register(_drop_if_routine, path)
   return path
+
+
+def _drop_if_routine(path: str) -> None:
+  """A log of gloo's connection lines alone says nothing worth keeping."""
+  try:
+    with open(path, errors="replace") as f:
+      if all(line.startswith("[Gloo] Rank ") for line in f):
+        os.remove(path)
+  except OSError:
+    pass
 
 
 def _heartbeat_s() -> int:
