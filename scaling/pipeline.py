@@ -150,6 +150,8 @@ def _approach3(runs: Runs, o: Options, log, design: design_lib.Design
       if design.kind in design_lib.FORM_SENSITIVE:
         _form(runs, o, log, entry, fit3, design_lib.sizes_of(runs.N) if by_size else None)
   entry["lack_of_fit"] = checks.approach3(runs, fit3)
+  if design.kind == "checkpoints":
+    entry["curve_shape"] = checks.curve_shape(runs, fit3, design_lib.sizes_of(runs.N))
   if (entry["lack_of_fit"] or {}).get("fits") is False:
     entry["warnings"].append(checks.approach3_message(entry["lack_of_fit"]))
   entry["problems"] = caveats.approach3_problems(entry, len(runs))
@@ -291,6 +293,9 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
     bt = backtest.backtest(runs, backtest.refits(sorted(entries), o.delta, o.approach2_method))
     for k in entries:
       entries[k]["backtest"] = backtest_doc.miss(bt, k)
+  shape = (entries.get("3") or {}).get("curve_shape")
+  if shape and shape["p_value"] < checks.P_SHAPE:  # the runs', not Approach 3's: no problem
+    warnings.append(checks.curve_shape_message(shape))
   for k in sorted(entries):
     warnings += [f"Approach {k}: {w}" for w in entries[k]["warnings"]]
     notes += [f"Approach {k}: {n}" for n in entries[k].get("notes", ())]

@@ -69,3 +69,21 @@ def test_an_isoflop_grid_is_not_given_the_form():
   g = synthetic_law.isoflop(noise=0.005)
   law = chinchax.fit({"N": g["N"], "D": g["D"], "loss": g["loss"]}, bootstrap=50, seed=0)
   assert "form" not in law.doc["approaches"]["3"]
+
+
+def _cosine_checkpoints(N, D):
+  """Checkpoints of one cosine run per size to 40 tokens per parameter: above the law by
+  0.04 (1 + cos(pi f))/2 nats at a fraction f of the run."""
+  return synthetic_law.loss(N, D) + 0.04 * (1 + np.cos(np.pi * np.minimum(D / (40 * N), 1))) / 2
+
+
+@pytest.mark.parametrize("truth, warned", [(synthetic_law.loss, False),
+                                           (_cosine_checkpoints, True)])
+def test_checkpoints_bent_by_a_schedule_are_named(truth, warned):
+  """Seed 0 of each: the cosine suite's residuals follow the checkpoints' place in their runs
+  (a warning naming the schedule), the law's own suite's do not."""
+  N, D, L = checkpoints(truth=truth, seed=0)
+  law = chinchax.fit({"N": N, "D": D, "loss": L}, bootstrap=20, seed=0)
+  said = [w for w in law.doc["warnings"] if w.startswith("the checkpoints bend along D")]
+  assert bool(said) == warned, law.doc["warnings"]
+  assert law.doc["approaches"]["3"]["curve_shape"]["dof"] == 4
