@@ -10,7 +10,7 @@ then prints the programs by name (`jit(train_step)`, `jit(cos)` for an eager op,
 many times each was lowered and compiled and the seconds XLA spent on it, and the totals.
 
 `--cold` points the persistent compilation cache (`sweeps/accel/compile_cache.py`) at an empty
-folder, so every program is compiled (a warm cache still counts each program once, at the
+folder (removed at the end), so every program is compiled (a warm cache still counts each program once, at the
 cost of reading it). `--json` prints one JSON object instead: {"programs", "lowerings",
 "compile_s", "by_name": {NAME: [lowerings, compiles, seconds]}, "rc"}.
 tests/sweeps/test_compile_programs.py reads that line to bound the tiny sweep's programs.
@@ -20,6 +20,7 @@ import argparse
 import collections
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -69,12 +70,17 @@ def main() -> None:
   argv = args.command[1:] if args.command[:1] == ["--"] else args.command
   if not argv:
     p.error("name a chinchax command after --, e.g. -- sweep --config=smoke")
-  if args.cold:
-    os.environ["CHINCHAX_COMPILE_CACHE"] = tempfile.mkdtemp(prefix="programs-xla-cache-")
+  cold = tempfile.mkdtemp(prefix="programs-xla-cache-") if args.cold else None
+  if cold:
+    os.environ["CHINCHAX_COMPILE_CACHE"] = cold
   programs = Programs().listen()
   from chinchax import cli  # pylint: disable=g-import-not-at-top
   t = time.time()
-  rc = cli.run(argv)
+  try:
+    rc = cli.run(argv)
+  finally:
+    if cold:
+      shutil.rmtree(cold, ignore_errors=True)
   wall = time.time() - t
   out = {**programs.summary(), "rc": rc, "wall_s": round(wall, 1)}
   if args.json:
