@@ -67,7 +67,9 @@ def _state_shardings(cfg: ModelConfig, optimizer: optax.GradientTransformation, 
   cfg.validate()
   sharding.validate_rules(rules, mesh)
   p_rules = sharding.param_rules(rules, mode)
-  boxed = jax.eval_shape(functools.partial(_boxed_state, cfg, optimizer), jax.random.key(0))
+  params = _boxed_params(cfg)
+  boxed = {"params": params, "opt_state": jax.eval_shape(optimizer.init, params),
+           "step": jax.ShapeDtypeStruct((), jnp.int32)}
   shard = {
       "params": sharding.shardings(boxed["params"], mesh, p_rules),
       "opt_state": sharding.shardings(boxed["opt_state"], mesh, rules),
@@ -120,8 +122,14 @@ def _loss_and_grads(cfg: ModelConfig, mesh: Mesh, rules: Rules, params, batch):
 @functools.lru_cache(maxsize=16)
 def _grad_shardings(cfg: ModelConfig, mesh: Mesh, rules: Rules) -> Any:
   """Gradients are sharded under the full rules, like the optimizer state, in both modes."""
-  boxed = jax.eval_shape(lambda: decoder.init_params(cfg, jax.random.key(0)))
-  return sharding.shardings(boxed, mesh, rules)
+  return sharding.shardings(_boxed_params(cfg), mesh, rules)
+
+
+@functools.lru_cache(maxsize=16)
+def _boxed_params(cfg: ModelConfig) -> Any:
+  """The boxed parameters' shapes and logical names: one abstract trace of the model per
+  config for the state's and the gradients' shardings (it was one each)."""
+  return jax.eval_shape(lambda: decoder.init_params(cfg, jax.random.key(0)))
 
 
 def make_train_step(
