@@ -88,6 +88,7 @@ def main():
                  help="each size off the law by this much (lognormal sd), shared by its runs")
   p.add_argument("--designs", default=",".join(DESIGNS))
   p.add_argument("--truths", default="chinchilla,kaplan,constant_lr")
+  p.add_argument("--verbose", action="store_true", help="a line per draw as it ends")
   a = p.parse_args()
   print(f"{a.draws} draws per row, {a.resamples} resamples, noise {a.noise:.1%} per run"
         f"{f' and {a.model_noise:.1%} per size' if a.model_noise else ''}")
@@ -119,6 +120,9 @@ def main():
         held += bool(lo <= a_true <= hi)
         widths.append(hi - lo)
         predicts += bool(law.predicts_loss)
+        if a.verbose:
+          print(f"  {dname} {tname} draw {seed}: Approach {k} [{lo:.3f}, {hi:.3f}] "
+                f"held {held}/{seed + 1}", flush=True)
       rec = ", ".join(f"{k}: {v}" for k, v in recommended.most_common())
       print(f"{dname:<12} {tname:<12} {a_true:7.4f} {held:>3}/{a.draws:<3} "
             f"{np.nanmedian(widths) if widths else np.nan:7.3f} {predicts:>4}/{a.draws:<3}  "
