@@ -118,8 +118,10 @@ def _approach3(runs: Runs, o: Options, log, design: design_lib.Design
     raise UserError(f"Approach 3 fits 5 parameters and needs at least 5 runs; got {len(runs)}")
   fit3 = parametric.fit_parametric(runs.N, runs.D, runs.loss, delta=o.delta)
   theta3 = np.array([fit3.E, fit3.A, fit3.B, fit3.alpha, fit3.beta])
+  with np.errstate(invalid="ignore", over="ignore"):  # a law with alpha < 0: refused below
+    allocation = dict(zip(power.NAMES, map(float, power.from_theta(theta3))))
   entry = {"E": fit3.E, "A": fit3.A, "B": fit3.B, "alpha": fit3.alpha, "beta": fit3.beta,
-           **dict(zip(power.NAMES, map(float, power.from_theta(theta3)))),
+           **allocation,
            "objective": fit3.objective, "starts": fit3.n_starts,
            "starts_at_best": fit3.n_at_best, "n_points": fit3.n_points, "ci": None,
            "bootstrap": None, "warnings": list(fit3.warnings)}
@@ -186,6 +188,20 @@ def _form(runs: Runs, o: Options, log, entry: dict, fit3, clusters) -> None:
                              "decide between them")
   else:
     entry.setdefault("notes", []).append(said)
+
+
+def _refuse_a_law_that_rises(entry: dict) -> None:
+  """Approach 3 is the only approach left and its law is no loss law (a term that rises
+  with its variable): one line, not a law.json that fails its own schema."""
+  bad = [f"{k} = {entry[k]:.3g}" for k in ("alpha", "beta", "A", "B")
+         if not (np.isfinite(entry[k]) and entry[k] > 0)]
+  if bad:
+    rises = [v for k, v in (("alpha", "N"), ("beta", "D")) if not entry[k] > 0]
+    why = (f"the loss does not fall with {' or '.join(rises)} in these runs" if rises
+           else "a term is not positive")
+    raise UserError(f"no scaling law fits these runs: Approach 3 gives {', '.join(bad)} ({why}) "
+                    "and no other approach could be fitted; look for a mislabelled size or "
+                    "token count, or runs that diverged")
 
 
 def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict | None]:
@@ -318,6 +334,8 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
     if dc is not None:
       warnings += dc["warnings"]
 
+  if approach == "3" and "3" in entries:
+    _refuse_a_law_that_rises(entries["3"])
   common = dict(
       ci_level=o.ci, approaches=entries, recommended={"approach": approach, "why": why},
       warnings=_unique(warnings), notes=notes, data_constrained=dc,

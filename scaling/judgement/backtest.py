@@ -117,7 +117,11 @@ def refits(approaches: Sequence[str], delta: float,
   def three(r: Runs):
     f = parametric.fit_parametric(r.N, r.D, r.loss, delta=delta)
     th = np.array([f.E, f.A, f.B, f.alpha, f.beta])
-    return lambda C: (float(opt.optimum(C, th)[0]), float(opt.optimal_loss(C, th)))
+
+    def at(C):
+      with np.errstate(invalid="ignore", over="ignore"):  # no law (alpha < 0): nan, no miss
+        return float(opt.optimum(C, th)[0]), float(opt.optimal_loss(C, th))
+    return at
 
   def allocation(fit_fn):
     def refit(r: Runs):

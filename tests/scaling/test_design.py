@@ -233,3 +233,20 @@ def test_an_allocation_that_shrinks_with_compute_is_refused_not_written():
     chinchax.fit(runs, approaches="2", bootstrap=20)
   law = chinchax.fit(runs, bootstrap=20)
   assert any(n.startswith("skipped: Approach 2 gives a = -") for n in law.doc["notes"])
+
+
+@pytest.mark.slow
+def test_a_loss_that_rises_with_n_is_one_line_not_a_schema_error(tmp_path):
+  """4 sizes x 3 D whose loss grows as N^0.3 (a mislabelled size column, say): Approach 3 is
+  all these runs support and gives alpha < 0; the fit says so in one line, writes nothing."""
+  N, D = np.meshgrid(np.geomspace(1e4, 1e5, 4), np.array([1e6, 3e6, 1e7]))
+  N, D = N.ravel(), D.ravel()
+  L = 3.0 + 0.05 * (N / 1e4)**0.3 + 50 / D**0.3
+  p = _fit(_csv(tmp_path, "runs", N, D, L), f"--out={tmp_path / 'law.json'}")
+  assert p.returncode == 2, p.stderr
+  lines = p.stderr.strip().splitlines()
+  assert lines[-1].startswith("chinchax fit: error: no scaling law fits these runs: Approach 3 "
+                              "gives alpha = -"), p.stderr
+  assert "the loss does not fall with N" in lines[-1]
+  assert "Traceback" not in p.stderr and "RuntimeWarning" not in p.stderr, p.stderr
+  assert not (tmp_path / "law.json").exists()
