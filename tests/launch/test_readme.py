@@ -43,12 +43,13 @@ def readme_commands() -> list[list[str]]:
 # What each README command needs that a test cannot give it: training and fitting real runs,
 # and the artifacts (a forecast, an hparams.json) that an earlier line of README makes.
 def _as_tested(argv: list[str]) -> list[str]:
-  made_earlier = ("forecast.json", "hparams.json")
+  made_earlier = ("forecast.json", "hparams.json", "tasks.json")
   if any(a.split("=", 1)[-1].split(":", 1)[-1].endswith(made_earlier) for a in argv[2:]):
     return [argv[1], "--help"]
   if argv[1] in ("sweep", "train"):
     return argv[1:] + ["--dry-run"]  # the plan, from the config alone
-  if argv[1] in ("fit", "fit-hparams", "forecast", "report", "eval", "tokenizer", "data"):
+  if argv[1] in ("fit", "fit-hparams", "fit-tasks", "next", "forecast", "report", "eval",
+                 "tokenizer", "data"):
     return [argv[1], "--help"]  # they read runs, laws or corpora the checkout does not hold
   return argv[1:]
 
