@@ -40,8 +40,8 @@ RECORD = {"schema": "chinchax/run/v1", "name": "a", "status": "done", "N_total":
           "N_non_embedding": 9e5, "D": 2e7, "eval_loss": 3.0, "flops_chinchilla": 1.3e14}
 
 
-def _law(**edits) -> str:
-  doc = presets.preset_dict("hoffmann2022")
+def _edited(doc: dict, edits: dict) -> str:
+  """`doc` as JSON with each edit applied: a key `a__b` sets doc["a"]["b"]."""
   for dotted, value in edits.items():
     *path, last = dotted.split("__")
     node = doc
@@ -49,6 +49,10 @@ def _law(**edits) -> str:
       node = node[key]
     node[last] = value
   return json.dumps(doc)
+
+
+def _law(**edits) -> str:
+  return _edited(presets.preset_dict("hoffmann2022"), edits)
 
 
 def _nested(depth: int) -> str:
@@ -67,14 +71,7 @@ def _task_csv(edit=None, extra: tuple[str, ...] = (), drop: str = "") -> str:
 
 def _tasks_json(**edits) -> str:
   from chinchax.scaling.tasks import fit as tasks_fit  # pylint: disable=g-import-not-at-top
-  doc = tasks_fit.fit_tasks(task_truths.ladder(0), bootstrap=0).doc
-  for dotted, value in edits.items():
-    *path, last = dotted.split("__")
-    node = doc
-    for key in path:
-      node = node[key]
-    node[last] = value
-  return json.dumps(doc)
+  return _edited(tasks_fit.fit_tasks(task_truths.ladder(0), bootstrap=0).doc, edits)
 
 
 SWEEP = "from chinchax.sweeps.configs import smoke\n"
