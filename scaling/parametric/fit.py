@@ -241,16 +241,19 @@ def bootstrap_parametric(N, D, loss, *, n_resamples=4000, seed=0,
     raise UserError(f"bootstrap: the given fit was made on {fit.n_points} points with "
                     f"delta={fit.delta}, not on these {len(N)} points with delta={delta}; "
                     "pass the fit of this data or none")
-  n = len(N)
-  rng = np.random.default_rng(seed)
-  if clusters is None:
-    counts_Rxn = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
-  else:
-    _, of_n = np.unique(np.asarray(clusters), return_inverse=True)
-    k = int(of_n.max()) + 1
-    counts_Rxn = rng.multinomial(k, np.full(k, 1.0 / k), size=n_resamples)[:, of_n].astype(
-        np.float64)
+  counts_Rxn = resample_counts(len(N), n_resamples, np.random.default_rng(seed), clusters)
   return refit(N, D, loss, counts_Rxn, fit, delta)
+
+
+def resample_counts(n: int, n_resamples: int, rng: np.random.Generator,
+                    clusters=None) -> np.ndarray:
+  """(n_resamples, n) how often each run is drawn: runs with replacement, or, given a label
+  per run, whole clusters with replacement (each run as often as its cluster)."""
+  if clusters is None:
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
+  _, of_n = np.unique(np.asarray(clusters), return_inverse=True)
+  k = int(of_n.max()) + 1
+  return rng.multinomial(k, np.full(k, 1.0 / k), size=n_resamples)[:, of_n].astype(np.float64)
 
 
 def refit(N, D, loss, counts_Rxn: np.ndarray, fit: ParametricFit,

@@ -28,6 +28,8 @@ import dataclasses
 import numpy as np
 from scipy import optimize, stats
 
+from chinchax.scaling.parametric import fit as fit_lib
+
 GAMMA_MIN = 0.05  # below this the outer power flattens every term: not a language model's loss
 EXPONENT_BOUNDS = (0.01, 5.0)  # inner exponents; the loss's own are alpha*gamma, beta*gamma
 MAX_RESAMPLES = 200  # refits of the form: one scipy solve each (~10 ms), not a batched Newton
@@ -126,16 +128,10 @@ def bootstrap_a(N, D, loss, form: FormFit, delta: float, *, n_resamples: int, se
   whole clusters), each from the full fit; refits that fail are dropped."""
   lN, lD, lL = np.log(N), np.log(D), np.log(loss)
   n, R = len(lN), min(int(n_resamples), MAX_RESAMPLES)
-  rng = np.random.default_rng([seed, 6])
-  if clusters is None:
-    picks = [rng.integers(0, n, n) for _ in range(R)]
-  else:
-    _, of_n = np.unique(np.asarray(clusters), return_inverse=True)
-    members = [np.flatnonzero(of_n == c) for c in range(of_n.max() + 1)]
-    picks = [np.concatenate([members[c] for c in rng.integers(0, len(members), len(members))])
-             for _ in range(R)]
+  counts_Rxn = fit_lib.resample_counts(n, R, np.random.default_rng([seed, 6]), clusters)
   out = []
-  for idx in picks:
+  for counts in counts_Rxn.astype(int):
+    idx = np.repeat(np.arange(n), counts)
     r = _solve(form.theta, lN[idx], lD[idx], lL[idx], delta, REFIT_EVALUATIONS)
     if r.status >= 0 and np.all(np.isfinite(r.x)):
       out.append(r.x[4] / (r.x[3] + r.x[4]))
