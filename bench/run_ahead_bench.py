@@ -12,7 +12,8 @@ stuck one first, exit 77. A sweep whose cells all trained but whose fit failed c
 trained to the end: the bound changes no value the fit sees. `--in-flight` lists the bounds
 to compare: sweeps/train/loop.py's IN_FLIGHT, 0 for none (the host dispatches as far ahead as
 it likes, as before the bound). Prints one line per run (status, exit code, seconds) and a summary per case
-and bound: runs finished, median and slowest seconds.
+and bound: runs finished, median and slowest seconds, and the host's 5-minute load average
+(the 2-core host is shared, so the times move with it).
 """
 
 import argparse
@@ -89,7 +90,7 @@ def main() -> int:
   data_dir = os.path.join(args.out, "data")
   cases = ("train", "sweep") if args.case == "both" else (args.case,)
   bounds = [int(k) for k in args.in_flight.split(",")]
-  times = {}
+  times, loads = {}, {}
   for i in range(args.repeats):  # interleaved, so that both bounds see the same machine load
     for case in cases:
       for k in bounds:
@@ -98,12 +99,15 @@ def main() -> int:
         status = ("hung" if rc is None else "done" if rc == 0 else
                   "trained, fit failed" if rc == 1 and _fit_failed(log) else f"exit {rc}")
         times.setdefault((case, k), []).append((status, s))
-        print(f"{case} in_flight={k or 'unbounded'} run {i + 1}: {status} in {s:.1f} s"
-              + ("" if status == "done" else f" ({log})"), flush=True)
+        load = os.getloadavg()[1]  # the host's load over the last 5 minutes, others' work included
+        loads.setdefault((case, k), []).append(load)
+        print(f"{case} in_flight={k or 'unbounded'} run {i + 1}: {status} in {s:.1f} s, "
+              f"load {load:.1f}" + ("" if status == "done" else f" ({log})"), flush=True)
   for (case, k), runs in times.items():
     ok = [s for st, s in runs if st in ("done", "trained, fit failed")]
     print(f"{case} in_flight={k or 'unbounded'}: {len(ok)}/{len(runs)} trained to the end"
           + (f", median {statistics.median(ok):.1f} s, slowest {max(ok):.1f} s" if ok else "")
+          + f"; host load {min(loads[case, k]):.1f}-{max(loads[case, k]):.1f}"
           + f"; others: {[st for st, _ in runs if st != 'done']}")
   return 0
 
