@@ -1,5 +1,5 @@
 """Multiple-choice tasks: a JSONL file of items read and checked, then encoded into the
-fixed-shape rows a jitted scoring step reads (sweeps/train/tasks.py).
+rows the run's eval step scores (sweeps/train/tasks.py).
 
 One item a line: {"context": str, "choices": [str, str, ...], "answer": INDEX} (the index of
 the correct choice, from 0). Every bad line is one `UserError` naming the file and line. A task
@@ -10,11 +10,11 @@ It ships with chinchax, so a task runs with no download.
 
 Each (item, choice) pair is one row: the context's tokens, then the choice's, cut to the
 model's `seq_len` + 1 from the left (the context gives way, never the choice), as inputs (all
-but the last token) and targets (all but the first), with a mask on the targets that are the
-choice's. Context and choice are tokenised apart, so each choice is scored on its own tokens
-(for bytes the same as tokenising them together). An empty context reads as the end of a
-document, as after an EOD in the training stream. Rows are padded to a multiple of the batch
-with masked-out rows, so every batch has one shape: one compile per run.
+but the last token) and targets (all but the first), padded to `seq_len`: the eval batch's
+shape. A target that is not the choice's is `IGNORE` (negative), which the eval step does not
+count, so the run's eval step scores the rows. Context and choice are tokenised apart, so each
+choice is scored on its own tokens (for bytes the same as tokenising them together). An empty
+context reads as the end of a document, as after an EOD in the training stream.
 """
 
 import dataclasses
@@ -135,27 +135,31 @@ def read_all(specs) -> tuple[Task, ...]:
   return tasks
 
 
+IGNORE = -1  # a target the eval step does not count (sweeps/train/step.py)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Rows:
-  """A task encoded: `inputs`, `targets` (int32) and `mask` (float32), R' x L with R' a multiple
-  of the batch; the first R rows are the (item, choice) pairs, item-major."""
+  """A task encoded: `inputs` and `targets` (int32), R x seq_len, one row per (item, choice),
+  item-major; the targets that are not the choice's are `IGNORE`."""
 
   task: Task
   inputs: np.ndarray
   targets: np.ndarray
-  mask: np.ndarray
   item: np.ndarray     # R: each row's item
   n_bytes: np.ndarray  # R: UTF-8 bytes of each row's choice
-  batch: int           # rows per batch
 
   @property
   def n_rows(self) -> int:
     return len(self.item)
 
 
-def encode(task: Task, tokenizer, seq_len: int, batch_size: int) -> Rows:
+def encode(task: Task, tokenizer, seq_len: int) -> Rows:
   """The task's rows for a model of context `seq_len`; a choice longer than it is refused."""
-  seqs, starts, item, n_bytes = [], [], [], []
+  R = sum(len(c) for c in task.choices)
+  inputs = np.full((R, seq_len), tokenizer.pad_id, np.int32)
+  targets = np.full((R, seq_len), IGNORE, np.int32)
+  item, n_bytes, r = [], [], 0
   for i, (context, choices) in enumerate(zip(task.contexts, task.choices)):
     ctx = np.asarray(tokenizer.encode(context), np.int32)
     if not len(ctx):
@@ -165,21 +169,13 @@ def encode(task: Task, tokenizer, seq_len: int, batch_size: int) -> Rows:
       if len(cont) > seq_len:
         raise UserError(f"task {task.name}: item {i + 1}'s choice {j} is {len(cont)} tokens, "
                         f"more than the model's seq_len {seq_len}; shorten it or drop the task")
-      keep = ctx[-(seq_len + 1 - len(cont)):]
-      seqs.append(np.concatenate([keep, cont]))
-      starts.append(len(keep) - 1)  # the first target that is the choice's
+      s = np.concatenate([ctx[-(seq_len + 1 - len(cont)):], cont])
+      inputs[r, :len(s) - 1] = s[:-1]
+      targets[r, len(s) - 1 - len(cont):len(s) - 1] = cont
       item.append(i)
       n_bytes.append(len(choice.encode("utf-8")))
-  L = max(len(s) for s in seqs) - 1
-  R = -(-len(seqs) // batch_size) * batch_size
-  inputs = np.full((R, L), tokenizer.pad_id, np.int32)
-  targets = np.full((R, L), tokenizer.pad_id, np.int32)
-  mask = np.zeros((R, L), np.float32)
-  for r, (s, start) in enumerate(zip(seqs, starts)):
-    inputs[r, :len(s) - 1], targets[r, :len(s) - 1] = s[:-1], s[1:]
-    mask[r, start:len(s) - 1] = 1.0
-  return Rows(task, inputs, targets, mask, np.array(item), np.array(n_bytes, np.int64),
-              batch_size)
+      r += 1
+  return Rows(task, inputs, targets, np.array(item), np.array(n_bytes, np.int64))
 
 
 def next_line_items(n_items: int = 48, seed: int = 0, corpus: str = text_builder.STDLIB,

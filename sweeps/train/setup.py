@@ -184,7 +184,7 @@ def build(c: ml_collections.ConfigDict, workdir: str, *, devices=None, checkpoin
   # A run resumed at its last step trains no more: its train loss is the one already logged.
   logged = [r["train_loss"] for r in rows if r.get("train_loss") is not None]
   batches, hooks = _hooks(c, workdir, inputs, model_cfg, init_step, checkpoint_lock)
-  hooks += task_eval.hooks(prepared, model, c.sharding, writer, clock, tokens_per_step)
+  hooks += task_eval.hooks(prepared, model, writer, clock, tokens_per_step)
   return Setup(
       c=c, workdir=workdir, inputs=inputs, batches=batches, model=model,
       total_steps=total_steps, tokens_per_step=tokens_per_step, D=D, epochs=epochs,

@@ -202,9 +202,13 @@ def make_eval_step(
     cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh: Mesh,
     rules: Rules = sharding.RULES, mode: str = "fsdp",
 ):
-  """jit(params, batch) -> {"loss_sum", "tokens"}: summed float32 cross-entropy, no z-loss.
+  """jit(params, batch) -> {"loss_sum", "tokens", "row_loss_sums"}: float32 cross-entropy
+  summed over the batch and over each row (B), no z-loss.
 
-  Sums, not means, so eval batches of any size add up to the exact token-weighted mean.
+  Sums, not means, so eval batches of any size add up to the exact token-weighted mean. A
+  negative target is not counted: the multiple-choice rows of sweeps/train/tasks.py mark so
+  what is not their choice, and are scored by this program (their rows' sums), so a run's
+  tasks compile nothing of their own. The eval set's targets are token ids, all counted.
   """
   return _eval_step(cfg, optimizer, mesh, _hashable(rules), mode)
 
@@ -216,9 +220,16 @@ def _eval_step(cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh: 
   eval_cfg = dataclasses.replace(cfg, z_loss=0.0)
 
   def eval_step(params, batch):
+    targets_BxS = batch["targets"]
+    mask_BxS = (targets_BxS >= 0).astype(jnp.float32)
     with jax.sharding.use_abstract_mesh(mesh.abstract_mesh), nn.logical_axis_rules(rules):
-      _, m = decoder.loss_fn(eval_cfg, params, batch)
-    return {"loss_sum": m["loss"] * m["tokens"], "tokens": m["tokens"]}
+      logits_BxSxV = decoder.Decoder(eval_cfg).apply({"params": params}, batch["inputs"])
+    ce_BxS = optax.softmax_cross_entropy_with_integer_labels(
+        logits_BxSxV, jnp.maximum(targets_BxS, 0)) * mask_BxS
+    # decoder.loss_fn's arithmetic (a mean times the tokens), so the eval loss keeps its bits.
+    tokens = mask_BxS.sum()
+    loss_sum = ce_BxS.sum() / jnp.maximum(tokens, 1.0) * tokens
+    return {"loss_sum": loss_sum, "tokens": tokens, "row_loss_sums": ce_BxS.sum(axis=-1)}
 
   return jax.jit(eval_step, in_shardings=(shard["params"], sharding.batch_sharding(mesh, rules)),
                  out_shardings=NamedSharding(mesh, PartitionSpec()))

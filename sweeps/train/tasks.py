@@ -1,8 +1,10 @@
 """Multiple-choice tasks scored at every evaluation of a run (`config.tasks`).
 
 Per (item, choice) row (sweeps/data/choices.py) the log-likelihood of the choice given the
-context, summed over its tokens, from one jitted step on the eval step's shardings (the
-parameters as the train state holds them, rows split over the batch axes). Then per task:
+context, summed over its tokens, from the run's own eval step (its `row_loss_sums`): the rows
+of every task are stacked and cut into batches of the eval batch's shape (the run's batch x
+seq_len, rows split over the batch axes), so scoring compiles no program of its own, at any
+evaluation point, and takes ceil(rows / batch) calls of it. Then per task:
 
     loss     = -sum over items of log p(correct choice) / (ln 2 · its UTF-8 bytes, summed)
                bits per byte of the correct continuations, pooled as the eval's bits per byte
@@ -18,58 +20,63 @@ evaluations back from metrics.jsonl, so its record is that of a run never stoppe
 """
 
 import dataclasses
-import functools
 import math
 
-import flax.linen as nn
 import jax
 import numpy as np
-import optax
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from chinchax.models import decoder, sharding
-from chinchax.models.config import ModelConfig
 from chinchax.scaling.runs import records
 from chinchax.sweeps.data import choices
 from chinchax.sweeps.data import multihost
 from chinchax.sweeps.train import hooks as hooks_lib
-from chinchax.sweeps.train import step as step_lib
 
 LOSS_UNIT = "bpb"
 
 
-def make_score_step(cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh: Mesh,
-                    rules=sharding.RULES, mode: str = "fsdp"):
-  """jit(params, {"inputs", "targets", "mask"}) -> B float32: each row's summed log-likelihood
-  of its masked targets, replicated (a few floats gathered)."""
-  return _score_step(cfg, optimizer, mesh, step_lib._hashable(rules), mode)
+@dataclasses.dataclass(frozen=True, eq=False)
+class Prepared:
+  """A run's tasks encoded for its tokenizer and context, before anything compiles: each
+  task's rows, and all of them stacked into `inputs` and `targets`, padded with rows that count
+  nothing to a multiple of `batch`."""
+
+  rows: tuple[choices.Rows, ...]
+  inputs: np.ndarray
+  targets: np.ndarray
+  batch: int
 
 
-@functools.lru_cache(maxsize=16)
-def _score_step(cfg: ModelConfig, optimizer, mesh: Mesh, rules, mode: str):
-  _, shard = step_lib.state_shardings(cfg, optimizer, mesh, rules, mode)
-
-  def score(params, batch):
-    with jax.sharding.use_abstract_mesh(mesh.abstract_mesh), nn.logical_axis_rules(rules):
-      logits_BxLxV = decoder.Decoder(cfg).apply({"params": params}, batch["inputs"])
-    ce_BxL = optax.softmax_cross_entropy_with_integer_labels(logits_BxLxV, batch["targets"])
-    return -(ce_BxL * batch["mask"]).sum(axis=-1)
-
-  return jax.jit(score, in_shardings=(shard["params"], sharding.batch_sharding(mesh, rules)),
-                 out_shardings=NamedSharding(mesh, PartitionSpec()))
+def stack(rows: tuple[choices.Rows, ...], batch: int, pad_id: int) -> Prepared:
+  R = sum(r.n_rows for r in rows)
+  L = rows[0].inputs.shape[1] if rows else 0
+  pad = -R % batch
+  inputs = np.concatenate([r.inputs for r in rows] + [np.full((pad, L), pad_id, np.int32)])
+  targets = np.concatenate([r.targets for r in rows]
+                           + [np.full((pad, L), choices.IGNORE, np.int32)])
+  return Prepared(rows, inputs, targets, batch)
 
 
-def log_likelihoods(score_step, params, rows: choices.Rows, batch_sharding) -> np.ndarray:
-  """Each real row's log-likelihood (float64), the batches dispatched before any is read."""
-  B, L = rows.batch, rows.inputs.shape[1]
+def prepare(c, tokenizer) -> Prepared:
+  """Reads and encodes `c.tasks` (a choice longer than `c.seq_len` is refused here)."""
+  rows = tuple(choices.encode(t, tokenizer, c.seq_len) for t in choices.read_all(tuple(c.tasks)))
+  if not rows:
+    return Prepared((), np.zeros((0, c.seq_len), np.int32), np.zeros((0, c.seq_len), np.int32),
+                    c.batch_size)
+  return stack(rows, c.batch_size, tokenizer.pad_id)
+
+
+def log_likelihoods(eval_step, params, prepared: Prepared, batch_sharding) -> list[np.ndarray]:
+  """Each task's rows' log-likelihoods (float64), the batches dispatched before any is read."""
+  B, L = prepared.batch, prepared.inputs.shape[1]
   local = multihost.local_rows(batch_sharding, (B, L))  # this process's share of a batch
   out = []
-  for start in range(0, rows.inputs.shape[0], B):
+  for start in range(0, prepared.inputs.shape[0], B):
     batch = {k: jax.make_array_from_process_local_data(
-        batch_sharding, getattr(rows, k)[start + local], (B, L))
-        for k in ("inputs", "targets", "mask")}
-    out.append(score_step(params, batch))
-  return np.concatenate([np.asarray(x, np.float64) for x in out])[:rows.n_rows]
+        batch_sharding, getattr(prepared, k)[start + local], (B, L))
+        for k in ("inputs", "targets")}
+    out.append(eval_step(params, batch)["row_loss_sums"])
+  loglik = -np.concatenate([np.asarray(x, np.float64) for x in out])
+  ends = np.cumsum([r.n_rows for r in prepared.rows])
+  return np.split(loglik[:ends[-1]], ends[:-1]) if len(ends) else []
 
 
 def summary(rows: choices.Rows, loglik: np.ndarray) -> tuple[float, float]:
@@ -86,27 +93,14 @@ def summary(rows: choices.Rows, loglik: np.ndarray) -> tuple[float, float]:
   return correct_nats / (math.log(2) * correct_bytes), right / len(task.answers)
 
 
-@dataclasses.dataclass(frozen=True)
-class Prepared:
-  """A run's tasks encoded for its tokenizer and context, before anything compiles."""
-
-  rows: tuple[choices.Rows, ...]
-
-
-def prepare(c, tokenizer) -> Prepared:
-  """Reads and encodes `c.tasks` (a choice longer than `c.seq_len` is refused here)."""
-  return Prepared(tuple(choices.encode(t, tokenizer, c.seq_len, c.batch_size)
-                        for t in choices.read_all(tuple(c.tasks))))
-
-
 class Tasks(hooks_lib.Hook):
   """Scores the run's tasks after each evaluation and the final one (see the docstring)."""
 
-  def __init__(self, prepared: Prepared, model, mode: str, writer, clock,
+  def __init__(self, prepared: Prepared, model, writer, clock,
                tokens_per_step: int, logged: list[dict]):
-    self.rows, self.writer, self.clock = prepared.rows, writer, clock
+    self.prepared, self.rows, self.writer, self.clock = prepared, prepared.rows, writer, clock
     self.tokens_per_step, self.batch_sharding = tokens_per_step, model.batch_sharding
-    self.score_step = make_score_step(model.cfg, model.tx, model.mesh, sharding.RULES, mode)
+    self.eval_step = model.eval_step
     names = {r.task.name for r in self.rows}
     self.evals = {n: [] for n in names}  # the evaluations so far, from metrics.jsonl on resume
     for row in logged:
@@ -117,8 +111,8 @@ class Tasks(hooks_lib.Hook):
   def _evaluate(self, step: int, params) -> None:
     with self.clock("eval"):
       out = {}
-      for rows in self.rows:
-        loglik = log_likelihoods(self.score_step, params, rows, self.batch_sharding)
+      lls = log_likelihoods(self.eval_step, params, self.prepared, self.batch_sharding)
+      for rows, loglik in zip(self.rows, lls):
         loss, accuracy = summary(rows, loglik)
         out[rows.task.name] = {"loss": loss, "accuracy": accuracy}
       tokens = step * self.tokens_per_step
@@ -145,10 +139,10 @@ class Tasks(hooks_lib.Hook):
     return {"tasks": out} if out else {}
 
 
-def hooks(prepared: Prepared, model, mode: str, writer, clock, tokens_per_step: int) -> tuple:
+def hooks(prepared: Prepared, model, writer, clock, tokens_per_step: int) -> tuple:
   """The Tasks hook when the run has tasks, else none. Built after the metrics writer cut
   metrics.jsonl back to the restored step, so the evaluations it reads back are the run's."""
   if not prepared.rows:
     return ()
-  return (Tasks(prepared, model, mode, writer, clock, tokens_per_step,
+  return (Tasks(prepared, model, writer, clock, tokens_per_step,
                 records.read_metrics(writer.path)),)

@@ -25,19 +25,20 @@ from chinchax.sweeps.train import tasks  # noqa: E402
 CFG = ModelConfig(Shape(d_model=32, n_layers=2, n_heads=4, d_ff=64, vocab_size=258, seq_len=32),
                   compute_dtype="float32")
 OPT = optax.adamw(1e-3)
+BYTES = tokenizers.BytesTokenizer()
 MESHES = [(8, 1, 1), (1, 8, 1), (2, 2, 2), (2, 4, 1)]
 
 
 def score(mesh, params, rows):
-  step = tasks.make_score_step(CFG, OPT, mesh, sharding.RULES, "fsdp")
+  step = step_lib.make_eval_step(CFG, OPT, mesh, sharding.RULES, "fsdp")
   bs = sharding.batch_sharding(mesh, sharding.RULES)
-  return tasks.log_likelihoods(step, params, rows, bs)
+  return tasks.log_likelihoods(step, params, tasks.stack((rows,), 8, BYTES.pad_id), bs)[0]
 
 
 def main() -> None:
   assert jax.device_count() == 8
   task = choices.read("stdlib_next_line")
-  rows = choices.encode(task, tokenizers.BytesTokenizer(), CFG.shape.seq_len, 8)
+  rows = choices.encode(task, BYTES, CFG.shape.seq_len)
   one = mesh_lib.make_mesh((1, 1, 1), devices=jax.devices()[:1])
   state = step_lib.init_train_state(CFG, OPT, one, jax.random.key(1))
   params = jax.device_get(state["params"])

@@ -17,7 +17,7 @@ import optax
 import pytest
 
 from chinchax.errors import UserError
-from chinchax.models import sharding, sharding as mesh_lib
+from chinchax.models import decoder, sharding, sharding as mesh_lib
 from chinchax.models.config import ModelConfig
 from chinchax.scaling.runs.conventions import Shape
 from chinchax.scaling.tasks import steps, table
@@ -40,28 +40,30 @@ def _task(tmp_path, items, name="t") -> choices.Task:
 def test_rows_put_each_choice_under_its_targets(tmp_path):
   t = _task(tmp_path, [{"context": "ab", "choices": ["cd", "e"], "answer": 0},
                        {"context": "", "choices": ["xyz", "w"], "answer": 1}])
-  rows = choices.encode(t, BYTES, seq_len=8, batch_size=3)
-  P, E = BYTES.pad_id, BYTES.eod_id
+  rows = choices.encode(t, BYTES, seq_len=4)
+  P, E, I = BYTES.pad_id, BYTES.eod_id, -1
   o = lambda s: [ord(ch) for ch in s]
   # item 0: "ab" + "cd"; "ab" + "e"; item 1 (empty context: an EOD) + "xyz"; EOD + "w"
-  want_in = [o("abc"), o("ab") + [P], [E] + o("xy"), [E, P, P], [P] * 3, [P] * 3]
-  want_tg = [o("bcd"), o("be") + [P], o("xyz"), o("w") + [P, P], [P] * 3, [P] * 3]
-  want_mask = [[0, 1, 1], [0, 1, 0], [1, 1, 1], [1, 0, 0], [0, 0, 0], [0, 0, 0]]
+  want_in = [o("abc") + [P], o("ab") + [P, P], [E] + o("xy") + [P], [E, P, P, P]]
+  want_tg = [[I] + o("cd") + [I], [I] + o("e") + [I, I], o("xyz") + [I], o("w") + [I, I, I]]
   assert rows.inputs.tolist() == want_in
   assert rows.targets.tolist() == want_tg
-  assert rows.mask.tolist() == want_mask
   assert rows.item.tolist() == [0, 0, 1, 1] and rows.n_bytes.tolist() == [2, 1, 3, 1]
   assert t.chance == 0.5 and t.answers.tolist() == [0, 1]
+  # Stacked for batches of 3: two padding rows that count nothing.
+  p = tasks.stack((rows,), batch=3, pad_id=P)
+  assert p.inputs.tolist() == want_in + [[P] * 4] * 2
+  assert p.targets.tolist() == want_tg + [[I] * 4] * 2
 
 
 def test_a_long_context_gives_way_and_a_long_choice_is_refused(tmp_path):
   t = _task(tmp_path, [{"context": "0123456789", "choices": ["abc", "d"], "answer": 0}])
-  rows = choices.encode(t, BYTES, seq_len=5, batch_size=1)
+  rows = choices.encode(t, BYTES, seq_len=5)
   assert rows.inputs[0].tolist() == [ord(c) for c in "789ab"]  # 6 tokens kept: 3 + 3
-  assert rows.mask[0].tolist() == [0, 0, 1, 1, 1]
+  assert rows.targets[0].tolist() == [-1, -1] + [ord(c) for c in "abc"]
   with pytest.raises(UserError, match=r"item 1's choice 0 is 3 tokens, more than the "
                                       r"model's seq_len 2"):
-    choices.encode(t, BYTES, seq_len=2, batch_size=1)
+    choices.encode(t, BYTES, seq_len=2)
 
 
 @pytest.mark.parametrize("line, match", [
@@ -101,10 +103,13 @@ def _one_device():
   return mesh_lib.make_mesh((1, 1, 1), devices=jax.devices()[:1])
 
 
-def _score(cfg, params, rows):
+def _score(cfg, params, rows, batch=4):
+  """Scored by the run's eval step, as the trainer does."""
   mesh = _one_device()
-  step = tasks.make_score_step(cfg, OPT, mesh, sharding.RULES, "fsdp")
-  return tasks.log_likelihoods(step, params, rows, sharding.batch_sharding(mesh, sharding.RULES))
+  step = step_lib.make_eval_step(cfg, OPT, mesh, sharding.RULES, "fsdp")
+  prepared = tasks.stack((rows,), batch, BYTES.pad_id)
+  return tasks.log_likelihoods(step, params, prepared,
+                               sharding.batch_sharding(mesh, sharding.RULES))[0]
 
 
 def test_log_likelihoods_match_a_float64_forward_pass(tmp_path):
@@ -115,7 +120,7 @@ def test_log_likelihoods_match_a_float64_forward_pass(tmp_path):
            {"context": "", "choices": ["import os", "ok"], "answer": 0},
            {"context": "a = [", "choices": ["1, 2]", "]"], "answer": 1}]
   t = _task(tmp_path, items)
-  rows = choices.encode(t, BYTES, cfg.shape.seq_len, batch_size=4)
+  rows = choices.encode(t, BYTES, cfg.shape.seq_len)
   params = jax.device_get(step_lib.init_train_state(cfg, OPT, _one_device(),
                                                     jax.random.key(3))["params"])
   got = _score(cfg, params, rows)
@@ -140,6 +145,41 @@ def test_log_likelihoods_match_a_float64_forward_pass(tmp_path):
   loss, accuracy = tasks.summary(rows, got)
   assert loss == pytest.approx(correct_nats / (math.log(2) * correct_bytes), rel=1e-5)
   assert accuracy == right / len(items)
+
+
+def test_scoring_is_the_eval_step_compiled_once_at_any_evaluation_point(tmp_path):
+  cfg = ModelConfig(Shape(d_model=24, n_layers=1, n_heads=2, d_ff=40, vocab_size=258,
+                          seq_len=10), compute_dtype="float32")
+  mesh = _one_device()
+  bs = sharding.batch_sharding(mesh, sharding.RULES)
+  step = step_lib.make_eval_step(cfg, OPT, mesh, sharding.RULES, "fsdp")
+  params = step_lib.init_train_state(cfg, OPT, mesh, jax.random.key(5))["params"]
+  # An eval batch of the stream (every target counted): the loss of decoder.loss_fn.
+  rng = np.random.default_rng(0)
+  window = rng.integers(0, 256, (3, 11)).astype(np.int32)
+  batch = {"inputs": window[:, :-1], "targets": window[:, 1:]}
+  m = step(params, {k: jax.device_put(v, bs) for k, v in batch.items()})
+  _, want = decoder.loss_fn(cfg, jax.device_get(params), batch)
+  assert float(m["tokens"]) == 30
+  assert float(m["loss_sum"]) == pytest.approx(float(want["loss"]) * 30, rel=1e-6)
+  assert float(m["row_loss_sums"].sum()) == pytest.approx(float(m["loss_sum"]), rel=1e-6)
+
+  later = jax.tree.map(lambda x: x * 0.5, params)  # another evaluation point
+  compiles, on = [], [True]  # jax keeps a listener for the process: it stops counting below
+  jax.monitoring.register_event_duration_secs_listener(
+      lambda name, secs, **kw: compiles.append(kw.get("fun_name"))
+      if on[0] and name == "/jax/core/compile/backend_compile_duration" else None)
+  items = [{"context": "x = 1\n", "choices": ["y = 2", "pass", "x"], "answer": 0},
+           {"context": "", "choices": ["import os", "ok"], "answer": 1}]
+  a = choices.encode(_task(tmp_path, items, "a"), BYTES, cfg.shape.seq_len)
+  b = choices.encode(_task(tmp_path, items[::-1], "b"), BYTES, cfg.shape.seq_len)
+  prepared = tasks.stack((a, b), 3, BYTES.pad_id)  # 10 rows: 4 batches, one across the tasks
+  first = tasks.log_likelihoods(step, params, prepared, bs)
+  second = tasks.log_likelihoods(step, later, prepared, bs)
+  on[0] = False
+  assert compiles == []  # both tasks, both points: the eval step already compiled
+  assert [len(x) for x in first] == [5, 5] and not np.allclose(first[0], second[0])
+  np.testing.assert_allclose(first[1], first[0][[3, 4, 0, 1, 2]], rtol=1e-6)  # same rows
 
 
 def _bigram(cfg):
@@ -167,7 +207,7 @@ def test_accuracy_is_length_normalised_on_a_bigram_model_with_known_answers(tmp_
            {"context": "cd", "choices": ["b", "c", "a", "d"], "answer": 2},
            {"context": "a", "choices": ["b", "c"], "answer": 1}]  # the model picks "b": wrong
   t = _task(tmp_path, items)
-  rows = choices.encode(t, BYTES, cfg.shape.seq_len, batch_size=4)
+  rows = choices.encode(t, BYTES, cfg.shape.seq_len)
   got = _score(cfg, _bigram(cfg), rows)
   # After letter k the RMS-normed stream is e_k / sqrt(1/64 + eps): its successor's logit is
   # 2 / sqrt(1/64 + 1e-6), every other of the 258 logits 0.
@@ -230,10 +270,18 @@ def test_a_workdir_reads_into_one_row_per_evaluation(tmp_path):
 def test_a_tiny_train_scores_the_builtin_task_and_fit_tasks_reads_its_workdir(tmp_path):
   run = tmp_path / "wd" / "run0"
   cli = [sys.executable, "-m", "chinchax.cli"]
-  proc = subprocess.run(cli + ["train", "--config=sweeps/configs/train.py:tiny",
-                               f"--workdir={run}", "--config.tasks=('stdlib_next_line',)"],
-                        cwd=ROOT, capture_output=True, text=True, timeout=600)
+  # Counted by bench/programs.py (jax's compile events): the task is scored by the eval step,
+  # compiled once for the run's three evaluations, and no program of its own.
+  proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "programs.py"), "--json",
+                         "--cold", "--", "train", "--config=sweeps/configs/train.py:tiny",
+                         f"--workdir={run}", "--config.tasks=('stdlib_next_line',)"],
+                        cwd=ROOT, capture_output=True, text=True, timeout=600,
+                        env={**os.environ, "PYTHONPATH": ROOT})
   assert proc.returncode == 0, proc.stderr[-2000:]
+  programs = json.loads(proc.stdout.strip().splitlines()[-1])
+  steps = {n: programs["by_name"][n][:2] for n in ("jit(train_step)", "jit(eval_step)")}
+  assert steps == {"jit(train_step)": [1, 1], "jit(eval_step)": [1, 1]}, programs["by_name"]
+  assert not [n for n in programs["by_name"] if "score" in n], programs["by_name"]
   rows = [json.loads(l) for l in open(run / "metrics.jsonl")]
   scored = [r for r in rows if "tasks" in r]
   assert [r["step"] for r in scored] == [8, 16, 24]  # eval_every 8, and the final eval
