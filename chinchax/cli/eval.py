@@ -2,6 +2,7 @@
 
     chinchax eval --workdir=DIR [--steps=all|last|best|S1,S2] [--data.corpus=PATH ...]
                   [--data.name=TFDS ...] [--split=validation|train|all] [--eval_tokens=N|all]
+                  [--tasks=NAME|FILE.jsonl,...|none]
 
 Each selected checkpoint is evaluated on the run's validation set and on every extra corpus
 or prepared TFDS dataset; the rows go to DIR/eval_probe.jsonl (sweeps/train/probe.py).
@@ -9,7 +10,9 @@ or prepared TFDS dataset; the rows go to DIR/eval_probe.jsonl (sweeps/train/prob
 text corpus, read from the files, so a corpus too small for a validation split is scored too;
 a TFDS dataset's train and validation splits). Each set's size (files, tokens) is printed
 first. The validation split is the ~5% of files picked by a hash of each file's path and
-bytes (sweeps/data/text_builder.py), the files training never reads.
+bytes (sweeps/data/text_builder.py), the files training never reads. A run that scored
+multiple-choice tasks (`config.tasks`) has them scored at each checkpoint too, as the run
+scored them; --tasks names others (built-in names or .jsonl files), or none.
 """
 
 import argparse
@@ -30,8 +33,13 @@ def main(argv: list[str]) -> int:
                  help="the split of each set to score (default validation)")
   p.add_argument("--eval_tokens", type=_tokens, default=None,
                  help="tokens per set (default: the run's); all: every whole batch")
+  p.add_argument("--tasks", default=None,
+                 help="multiple-choice tasks to score, comma list of built-in names or .jsonl "
+                      "files, or none (default: the run's config.tasks)")
   p.add_argument("--quiet", action="store_true")
   args = p.parse_args(argv)
+  tasks = None if args.tasks is None else tuple(
+      t for t in args.tasks.split(",") if t.strip() and args.tasks.strip() != "none")
   from chinchax.sweeps.train import probe  # pylint: disable=g-import-not-at-top  (jax: after the flags)
   from chinchax.sweeps.hosts import distributed  # pylint: disable=g-import-not-at-top
   from chinchax.sweeps import console  # pylint: disable=g-import-not-at-top
@@ -42,10 +50,15 @@ def main(argv: list[str]) -> int:
                        corpora=[x for arg in args.corpus for x in arg.split(",") if x],
                        names=[x for arg in args.name for x in arg.split(",") if x],
                        eval_tokens=args.eval_tokens, split=args.split,
-                       say=None if args.quiet else print)
+                       say=None if args.quiet else print, tasks=tasks)
   if not args.quiet:
     for r in rows:
-      print(f"step {r['step']} ({r['checkpoint']}) | {r['set']}: {r['eval_loss']:.4f} nats/token")
+      where = f"step {r['step']} ({r['checkpoint']})"
+      if "task" in r:
+        print(f"{where} | task {r['task']}: {r['loss']:.4f} bits/byte, accuracy "
+              f"{r['accuracy']:.3f} ({r['items']} items)")
+      else:
+        print(f"{where} | {r['set']}: {r['eval_loss']:.4f} nats/token")
   return 0
 
 

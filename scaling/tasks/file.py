@@ -20,6 +20,7 @@ A file that is not this is refused in one line naming the field (`load`). No jax
 
 import json
 import os
+import re
 from typing import Any
 
 from chinchax import atomic, json_checks
@@ -167,6 +168,11 @@ def unpack(doc: Any) -> Any:
       entry = {**entry, "bootstrap": boot}
     out["tasks"][name] = entry
   return out
+
+
+def figure_name(task: str) -> str:
+  """The stem of a task's figure (scaling/tasks/plots.py), which report.md links to."""
+  return "task_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", task)
 
 
 def save(path: str | os.PathLike, doc: dict) -> None:

@@ -4,7 +4,6 @@ at each N; right, step 2: every evaluation's accuracy against its loss, the sigm
 bootstrap band, the losses it saw marked (beyond them the accuracy is extrapolated)."""
 
 import os
-import re
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -12,11 +11,12 @@ from matplotlib.figure import Figure
 from chinchax import atomic
 from chinchax.scaling.numerics import intervals
 from chinchax.scaling.plots import canvas
+from chinchax.scaling.tasks import file as tasks_file
 from chinchax.scaling.tasks import link
 
 
 def _stem(folder: str, task: str) -> str:
-  return os.path.join(folder, "task_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", task))
+  return os.path.join(folder, tasks_file.figure_name(task))
 
 
 def plot_task(fit, entry: dict, level: float, stem: str) -> list[str]:

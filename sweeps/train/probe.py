@@ -15,9 +15,16 @@ to give both splits a file is scored too; a TFDS dataset's train then validation
 run's own set is then named after the split ("train", "all"). Each set's size (files or
 documents, tokens) goes to `say` before any checkpoint is scored.
 
+Multiple-choice tasks (`tasks`; default the run's own `config.tasks`, so a probe of a run that
+scored tasks scores them too) are scored at each checkpoint as the run scored them
+(sweeps/train/tasks.py, by the same eval step: nothing more to compile): one line {"step",
+"tokens", "task", "loss" (bits per byte of the correct choices), "accuracy", "loss_unit",
+"items", "checkpoint"} per (checkpoint, task).
+
 Output: WORKDIR/eval_probe.jsonl, one line {"step", "tokens", "set", "split", "eval_loss",
-"eval_tokens", "checkpoint"} per (checkpoint, set); a later probe of the same (step, set,
-split, eval_tokens) replaces the earlier line. The file is rewritten atomically.
+"eval_tokens", "checkpoint"} per (checkpoint, set), and the task lines; a later probe of the
+same (step, set, split, eval_tokens), or of the same (step, task), replaces the earlier line.
+The file is rewritten atomically.
 """
 
 import dataclasses
@@ -34,6 +41,7 @@ from chinchax.sweeps import data
 from chinchax.sweeps.data import packing, text_builder
 from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import hooks, setup
+from chinchax.sweeps.train import tasks as task_eval
 
 PROBE_FILE = "eval_probe.jsonl"
 CHECKPOINTS = "checkpoints"
@@ -72,8 +80,14 @@ def read_config(workdir: str):
   return run_config.with_defaults(json.loads(text))
 
 
+def _key(r: dict) -> tuple:
+  if "task" in r:
+    return (r["step"], "task", r["task"])
+  return (r["step"], r["set"], r.get("split", "validation"), r["eval_tokens"])
+
+
 def write_probes(path: str, rows: list[dict]) -> None:
-  key = lambda r: (r["step"], r["set"], r.get("split", "validation"), r["eval_tokens"])
+  key = _key
   old = [json.loads(l) for l in (atomic.read_text(path) or "").splitlines() if l.strip()]
   new = {key(r) for r in rows}
   kept = [r for r in old if key(r) not in new] + rows
@@ -82,11 +96,14 @@ def write_probes(path: str, rows: list[dict]) -> None:
 
 def probe(workdir: str, steps: str = "last", corpora=(), names=(),
           eval_tokens: int | str | None = None, split: str = "validation",
-          say=None) -> list[dict]:
-  """Evaluates the run in `workdir` (see the module docstring); returns the rows written."""
+          say=None, tasks=None) -> list[dict]:
+  """Evaluates the run in `workdir` (see the module docstring); returns the rows written.
+  `tasks`: task names or .jsonl paths to score (None: the run's own, () none)."""
   atomic.check_backend(workdir)
   workdir = atomic.absolute(workdir)
   c = read_config(workdir)
+  if tasks is not None:
+    c.tasks = tuple(tasks)
 
   def steps_in(folder):
     return sorted(int(s) for s in atomic.listdir(os.path.join(workdir, folder)) if s.isdigit())
@@ -111,6 +128,7 @@ def probe(workdir: str, steps: str = "last", corpora=(), names=(),
       say(f"{name}: {whose}{size.split} split: {_count(size.documents, size.unit)}, "
           f"{size.tokens:,} tokens; scoring {n_eval[name] * c.batch_size * c.seq_len:,} "
           "of them")
+  prepared = task_eval.prepare(c, sets[split].tokenizer)  # bad items: refused before compute
   model = setup.make_model(c, run_config.model_config(c, sets[split].vocab_size),
                            setup.make_mesh(c))
   tokens_per_step = c.batch_size * c.seq_len
@@ -125,6 +143,14 @@ def probe(workdir: str, steps: str = "last", corpora=(), names=(),
       rows.append({"step": step, "tokens": step * tokens_per_step, "set": name, "split": split,
                    "eval_loss": loss, "eval_tokens": n_eval[name] * tokens_per_step,
                    "checkpoint": folder})
+    if prepared.rows:
+      lls = task_eval.log_likelihoods(model.eval_step, state["params"], prepared,
+                                      model.batch_sharding)
+      for r, loglik in zip(prepared.rows, lls):
+        loss, accuracy = task_eval.summary(r, loglik)
+        rows.append({"step": step, "tokens": step * tokens_per_step, "task": r.task.name,
+                     "loss": loss, "accuracy": accuracy, "loss_unit": task_eval.LOSS_UNIT,
+                     "items": len(r.task.answers), "checkpoint": folder})
   if jax.process_index() == 0:
     write_probes(os.path.join(workdir, PROBE_FILE), rows)
   return rows

@@ -16,6 +16,7 @@ import numpy as np
 import optax
 import pytest
 
+from chinchax.cli import eval as cli_eval
 from chinchax.errors import UserError
 from chinchax.models import decoder, sharding, sharding as mesh_lib
 from chinchax.models.config import ModelConfig
@@ -295,6 +296,14 @@ def test_a_tiny_train_scores_the_builtin_task_and_fit_tasks_reads_its_workdir(tm
   rec = json.load(open(run / "result.json"))
   t = rec["tasks"]["stdlib_next_line"]
   assert t["items"] == 48 and t["chance"] == 0.25 and t["loss_unit"] == "bpb"
+  # `chinchax eval` scores the run's tasks at its last checkpoint as the run did at its end.
+  assert cli_eval.main(["--workdir", str(run), "--steps=last", "--quiet"]) == 0
+  probed = [json.loads(l) for l in open(run / "eval_probe.jsonl")]
+  (task_row,) = [r for r in probed if "task" in r]
+  end = scored[-1]["tasks"]["stdlib_next_line"]
+  assert (task_row["step"], task_row["task"], task_row["items"]) == (24, "stdlib_next_line", 48)
+  assert task_row["loss"] == pytest.approx(end["loss"], rel=1e-6)
+  assert task_row["accuracy"] == end["accuracy"]
   assert [(e["step"], e["loss"], e["accuracy"]) for e in t["evals"]] == [
       (r["step"], r["tasks"]["stdlib_next_line"]["loss"],
        r["tasks"]["stdlib_next_line"]["accuracy"]) for r in scored]
