@@ -8,12 +8,16 @@ best measured run of each budget, and Approach 2's minimum where the fit has it)
 A/N^alpha + B/D^beta with its bootstrap intervals, the exponents a, b of N* ∝ C^a,
 D* ∝ C^b per approach with intervals, the data-constrained R_D*, R_N* when fitted, the
 compute-optimal N*, D* for budgets beyond the sweep (`scaling.plan.planner`), the pre-registered
-forecast against the run it was about (sweep config `forecast`, sweeps/forecast_score.py), and
+forecast against the run it was about (sweep config `forecast`, sweeps/forecast_score.py), the
+task laws when the runs scored tasks (tasks.json: each task's two steps and their figure), and
 links to the plots. `chinchax sweep` writes it at the end; this command rebuilds it.
 
 `fit_workdir(workdir, bootstrap)` is the sweep's one call of the fit: it does what `chinchax fit WORKDIR --out=WORKDIR/law.json --plots=WORKDIR/plots
 --bootstrap=B` does, through the library (`chinchax.scaling.api.fit_detailed`), not the
-command line, and prints the same summary."""
+command line, and prints the same summary. When the runs scored tasks (`config.tasks`) it
+first fits them as `chinchax fit-tasks WORKDIR --out=WORKDIR/tasks.json --plots=WORKDIR/plots`
+does (`fit_tasks_workdir`); a task fit that fails is a warning, not the sweep's failure, and
+removes a tasks.json of earlier runs."""
 
 import json
 import math
@@ -31,10 +35,16 @@ from chinchax.scaling.plan import forecast as forecast_lib
 from chinchax.scaling.law import artifact as law_lib
 from chinchax.scaling.law import build as law_build
 from chinchax.scaling.runs import records as records_lib
+from chinchax.scaling.tasks import file as tasks_file
+from chinchax.scaling.tasks import fit as tasks_fit
+from chinchax.scaling.tasks import steps as tasks_steps
+from chinchax.scaling.tasks import table as tasks_table
+from chinchax.scaling.tasks import text as tasks_text
 from chinchax.sweeps import forecast_score
 
 
 PLOTS = ("isoflops", "optimal", "law", "residuals")
+TASKS = "tasks.json"
 # Compute-optimal rows at these multiples of the top budget: the table ends near the data
 # (`chinchax plan --flops=C` goes further, with its extrapolation warning).
 BEYOND = (1.0, 3.0, 10.0)
@@ -195,6 +205,34 @@ def forecast_section(score: dict | None) -> list[str]:
                 f"{score['law_sha256'][:12]}....", ""]
 
 
+def tasks_section(records: list[dict], workdir: str) -> list[str]:
+  """The task laws of tasks.json (`chinchax fit-tasks`), or why there are none."""
+  if not any(r.get("tasks") for r in records):
+    return []
+  out = ["## Task accuracy", ""]
+  path = os.path.join(workdir, TASKS)
+  if not atomic.exists(path):
+    try:
+      data, _ = tasks_table.load(workdir)
+      for d in data.values():
+        tasks_steps.check_design(d, 1)
+      why = "run `chinchax fit-tasks WORKDIR` to see why"
+    except UserError as e:
+      why = str(e)
+    return out + [f"The runs scored tasks, but no tasks.json: {why}", ""]
+  doc = tasks_file.load(path)
+  out += ["Each task in two steps (`chinchax fit-tasks`): step 1 the task's loss L(N, D) from "
+          "each run's final evaluation, step 2 the accuracy from the loss over every "
+          f"evaluation; {doc['settings']['ci']:.0%} bootstrap intervals over runs through "
+          "both. `chinchax plan --tasks=tasks.json` predicts from them.", "", "```",
+          tasks_text.summary(doc), "```", ""]
+  for task in doc["tasks"]:
+    stem = tasks_file.figure_name(task)
+    if atomic.exists(os.path.join(workdir, "plots", f"{stem}.png")):
+      out += [f"![{task}](plots/{stem}.png)", ""]
+  return out
+
+
 def render(records: list[dict], law: dict | None, workdir: str,
            fit_error: str | None = None) -> str:
   out = [f"# Sweep report: {os.path.basename(os.fspath(workdir).rstrip('/'))}", ""]
@@ -206,6 +244,7 @@ def render(records: list[dict], law: dict | None, workdir: str,
   else:
     out += law_section(law) + [""] + optimal_section(law) + [""]
   out += forecast_section(forecast_score.read_score(workdir))
+  out += tasks_section(records, workdir)
   plots = [s for s in PLOTS if atomic.exists(os.path.join(workdir, "plots", f"{s}.png"))]
   if plots:
     out += ["## Plots", ""] + [f"![{s}](plots/{s}.png)" for s in plots] + [""]
@@ -236,8 +275,27 @@ def fit_workdir(workdir: str, bootstrap: int) -> str:
   """
   out, plots = os.path.join(workdir, "law.json"), os.path.join(workdir, "plots")
   log = lambda m: print(m, file=sys.stderr, flush=True)
+  fit_tasks_workdir(workdir, bootstrap, log)
   law, runs, written = api.fit_detailed(workdir, bootstrap=bootstrap, out=out, plots=plots,
                                         log=log)
   print(api.summary(law, len(runs)))
   print("wrote " + ", ".join(written))
   return out
+
+
+def fit_tasks_workdir(workdir: str, bootstrap: int, log) -> str | None:
+  """WORKDIR/tasks.json and the task figures when the runs scored tasks, else None."""
+  path = os.path.join(workdir, TASKS)
+  if not any(r.get("tasks") for r in _read_records(workdir)):
+    return None
+  try:
+    laws = tasks_fit.fit_tasks(workdir, out=path, plots=os.path.join(workdir, "plots"),
+                               bootstrap=bootstrap)
+  except UserError as e:
+    log(f"chinchax sweep: warning: the task fit failed: {e}")
+    if atomic.exists(path):  # a law of other runs would read as this sweep's
+      atomic.remove(path)
+    return None
+  print(tasks_text.summary(laws.doc))
+  print("wrote " + ", ".join(laws.written))
+  return path
