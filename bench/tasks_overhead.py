@@ -1,14 +1,15 @@
 """What scoring the built-in task at every eval adds to a sweep: the tiny sweep with and
 without `train.tasks = ("stdlib_next_line",)` (sweeps/configs/tiny.py:tasks), each in a fresh
-workdir, one after the other on the same machine, then `chinchax fit-tasks` on the one with
-tasks.
+workdir, one after the other on the same machine. The sweep with tasks also fits them at its
+end (WORKDIR/tasks.json, counted in its wall time), whose summary is printed last.
 
     python bench/tasks_overhead.py [--config=sweeps/configs/tiny.py] [--repeats=1]
 
-Prints, per sweep, the wall time of `chinchax sweep` (one process each: the compile caches
-start alike), the cells' summed wall time and eval phase (result.json's time_s.eval, where the
-task scoring is counted), then the added time in seconds and percent, and the fit-tasks
-summary. Wall times follow the machine's load: compare the two sweeps of one invocation only.
+Prints, per sweep, the wall time of `chinchax sweep` (one process each, each with its own empty
+persistent compilation cache, so neither reads the other's programs), the cells' summed wall
+time and eval phase (result.json's time_s.eval, where the task scoring is counted), the load
+average over the sweep, then the added time in seconds and percent, and the task laws. `--repeats=K` interleaves K pairs. Wall times follow the machine's load: compare the
+sweeps of one invocation only.
 """
 
 import argparse
@@ -23,14 +24,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _sweep(config: str, workdir: str) -> dict:
+  env = dict(os.environ, CHINCHAX_COMPILE_CACHE=workdir + "-xla-cache")
+  load = [os.getloadavg()[0]]
   t = time.perf_counter()
-  subprocess.run([sys.executable, "-m", "chinchax.cli", "sweep", f"--config={config}",
-                  f"--workdir={workdir}", "--quiet"], cwd=ROOT, check=True,
-                 stdout=subprocess.DEVNULL)
+  p = subprocess.Popen([sys.executable, "-m", "chinchax.cli", "sweep", f"--config={config}",
+                        f"--workdir={workdir}", "--quiet"], cwd=ROOT, env=env,
+                       stdout=subprocess.DEVNULL)
+  while p.poll() is None:  # the 1-minute load average, sampled through the sweep
+    time.sleep(5)
+    load.append(os.getloadavg()[0])
+  if p.returncode:
+    raise SystemExit(f"chinchax sweep --config={config} exited {p.returncode}")
   wall = time.perf_counter() - t
   recs = [json.loads(l) for l in open(os.path.join(workdir, "runs.jsonl")) if l.strip()]
   return {"wall": wall, "cells": sum(r["wall_s"] for r in recs),
-          "eval": sum(r["time_s"]["eval"] for r in recs), "runs": len(recs)}
+          "eval": sum(r["time_s"]["eval"] for r in recs), "runs": len(recs),
+          "load": sum(load) / len(load)}
 
 
 def main() -> None:
@@ -46,7 +55,8 @@ def main() -> None:
       m = _sweep(args.config + (f":{arg}" if arg else ""), wd)
       rows.append((arg or "plain", m))
       print(f"{arg or 'plain':6s} sweep {m['wall']:7.1f} s   cells {m['cells']:7.1f} s   "
-            f"eval phase {m['eval']:6.1f} s   ({m['runs']} runs)", flush=True)
+            f"eval phase {m['eval']:6.1f} s   ({m['runs']} runs, load {m['load']:.1f})",
+            flush=True)
   plain = [m for a, m in rows if a == "plain"]
   tasks = [m for a, m in rows if a == "tasks"]
   mean = lambda ms, k: sum(m[k] for m in ms) / len(ms)
@@ -55,10 +65,12 @@ def main() -> None:
     print(f"added by the task: {what} {d:+.1f} s ({100 * d / mean(plain, 'wall'):+.1f}% of "
           f"the plain sweep's wall)")
   wd = os.path.join(out, f"tasks-{args.repeats - 1}")
-  fit = subprocess.run([sys.executable, "-m", "chinchax.cli", "fit-tasks", wd,
-                        f"--out={os.path.join(wd, 'tasks.json')}", "--bootstrap=200"],
-                       cwd=ROOT, capture_output=True, text=True)
-  print(fit.stdout or fit.stderr)
+  sys.path.insert(0, ROOT)
+  from chinchax.scaling.tasks import file as tasks_file  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.tasks import text as tasks_text  # pylint: disable=g-import-not-at-top
+  path = os.path.join(wd, "tasks.json")
+  print(tasks_text.summary(tasks_file.load(path)) if os.path.exists(path) else
+        f"no {path}: the sweep's task fit failed (its stderr says why)")
   print(f"workdirs under {out}")
 
 
