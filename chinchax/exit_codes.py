@@ -44,13 +44,15 @@ TABLE = (
          "disagree (config, workdir, process count or ID), a coordinator port in use"),
     Code(LOST, "lost process", "host", "another process of the job stopped beating, or ended "
          "with a status a launcher restarts"),
-    Code(COORDINATOR, "lost coordinator", "host", "process 0 (the coordinator) is gone"),
+    Code(COORDINATOR, "lost coordinator", "host", "process 0 (the coordinator) is gone: "
+         "seen by chinchax's heartbeat, or by jax's client, whose abort chinchax turns into "
+         "this status and one line"),
     Code(STUCK, "stuck", "host", "no train step finished within the watchdog's deadline (a "
          "stuck collective, a frozen host)"),
     Code(JOIN, "join timeout", "host", "the job's processes did not all join in time"),
-    Code(ABORT, "aborted by jax", "host", "jax's runtime ended the process with a stack "
-         "trace: the coordinator lost (jax sees it before chinchax can), a collective's "
-         "rendezvous timed out"),
+    Code(ABORT, "aborted by jax", "host", "jax's runtime ended the process for another "
+         "reason (a collective's rendezvous timed out): one line naming the log that holds "
+         "jax's report"),
     Code(SIGINT, "stopped by Ctrl-C", "stop", "checkpointed; a rerun resumes"),
     Code(SIGPIPE, "stdout's reader left", "stop", "checkpointed; a rerun resumes"),
     Code(SIGTERM, "stopped by SIGTERM", "stop", "a preemption: checkpointed; a rerun resumes"),

@@ -16,6 +16,7 @@ import threading
 
 from chinchax import exit_codes
 from chinchax.errors import UserError
+from chinchax.sweeps.hosts import native
 from chinchax.sweeps.hosts import rollcall
 from chinchax.sweeps.hosts import watch
 
@@ -79,7 +80,8 @@ def _terminated(name: str) -> None:
   threads (a checkpoint's writers) keeping the process alive; artifacts are written
   atomically, so an end at any point is a kill's."""
   print(f"chinchax {name}: stopped by SIGTERM outside a run (starting, joining the job or "
-        "ending); nothing is lost: rerun the same command", file=sys.stderr, flush=True)
+        f"ending); nothing is lost: rerun the same command{native.kept()}", file=sys.stderr,
+        flush=True)
   watch.finish(exit_codes.SIGTERM)
   os._exit(exit_codes.SIGTERM)
 

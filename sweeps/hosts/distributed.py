@@ -16,25 +16,25 @@ Once joined, every process keeps in touch with the others through the coordinato
 (sweeps/hosts/watch.py): a process that stops beating for CHINCHAX_HEARTBEAT_S seconds (default 20) is
 lost, and every other one prints one line naming it and exits with a status the launchers
 restart (chinchax/exit_codes.py) instead of waiting forever in a collective; a rerun of the job resumes from the last checkpoint. A lost
-coordinator (process 0) is seen by jax's own client at once (it aborts the process).
+coordinator (process 0) is seen by jax's own client at once: it aborts the process, and
+sweeps/hosts/native.py turns that abort into one line and exit status 76.
 
 `same_on_every_process` checks, through the coordinator's key-value store (no collective on the
 devices, so a disagreement cannot hang one), that every process runs the same config on the same
 workdir: a job whose processes disagree is one line on every process.
 """
 
-import atexit
 import contextlib
 import hashlib
 import os
 import sys
-import tempfile
 import threading
 
 import jax
 
 from chinchax import exit_codes
 from chinchax.errors import UserError
+from chinchax.sweeps.hosts import native
 from chinchax.sweeps.hosts import rollcall
 from chinchax.sweeps.hosts import watch
 
@@ -86,7 +86,8 @@ def _join_timer(timeout: float, who: str):
   def expire():
     print(f"chinchax: error: {who}: the job's processes did not all join within "
           f"{timeout:g} s (CHINCHAX_JOIN_TIMEOUT_S); start every process of the job, with the "
-          f"same coordinator (exit status {exit_codes.JOIN})", file=sys.stderr, flush=True)
+          f"same coordinator (exit status {exit_codes.JOIN}){native.kept()}", file=sys.stderr,
+          flush=True)
     os._exit(exit_codes.JOIN)  # the main thread waits inside jax's join
   timer = threading.Timer(timeout, expire)
   timer.daemon = True
@@ -102,37 +103,9 @@ def _initialize(**kwargs) -> None:
   # before the run's stop flag is installed (during setup, a compile) would leave the process
   # deaf to it; chinchax's own stop (sweeps/hosts/watch.py) is agreed without it.
   jax.config.update("jax_enable_preemption_service", False)
-  native_stdout_aside(kwargs.get("process_id"))
+  native.aside(kwargs.get("process_id"), kwargs.get("num_processes"))
   jax.distributed.initialize(**kwargs)
   watch.start(client(), jax.process_index(), jax.process_count(), _heartbeat_s())
-
-
-def native_stdout_aside(process) -> str:
-  """Points the process's file descriptor 1, where native libraries print (gloo's "[Gloo] Rank
-  0 is connected to 3 peer ranks" for every collective group of every job), at a log file;
-  Python's sys.stdout keeps the original stdout. Returns the log's path; a log of those lines
-  alone is removed when the process exits normally."""
-  name = f"chinchax-native-{'' if process is None else f'{process}-'}{os.getpid()}.log"
-  path = os.path.join(tempfile.gettempdir(), name)
-  sys.stdout.flush()
-  kept = os.dup(1)
-  log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-  os.dup2(log, 1)
-  os.close(log)
-  sys.stdout = open(kept, "w", buffering=1, encoding=sys.stdout.encoding,  # noqa: SIM115
-                    errors=sys.stdout.errors)
-  atexit.register(_drop_if_routine, path)
-  return path
-
-
-def _drop_if_routine(path: str) -> None:
-  """A log of gloo's connection lines alone says nothing worth keeping."""
-  try:
-    with open(path, errors="replace") as f:
-      if all(line.startswith("[Gloo] Rank ") for line in f):
-        os.remove(path)
-  except OSError:
-    pass
 
 
 def _heartbeat_s() -> int:

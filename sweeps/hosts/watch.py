@@ -34,6 +34,7 @@ import threading
 import time
 
 from chinchax import exit_codes
+from chinchax.sweeps.hosts import native
 
 POLL_S = 0.25
 NS = "chinchax/watch"
@@ -123,6 +124,7 @@ class Watch:
   def finish(self, status: int) -> None:
     """This process ends with `status`: 0 is not missed by the others; any other status fails
     them too if they are still running `heartbeat_s` later (waiting on this one, in vain)."""
+    native.ending(status)
     try:
       self.c.key_value_set(f"{NS}/beat/{self.me}", f"done {status}", allow_overwrite=True)
     except Exception:  # noqa: BLE001 - the coordinator may be gone already
@@ -197,5 +199,6 @@ class Watch:
 
 def _lost(line: str, status: int) -> None:
   print(f"chinchax: error: {line}; this process stops too (exit status {status}). Rerun the "
-        "job (every process) to resume from the last checkpoint", file=sys.stderr, flush=True)
+        f"job (every process) to resume from the last checkpoint{native.kept()}",
+        file=sys.stderr, flush=True)
   os._exit(status)  # the main thread may be inside a collective that never returns

@@ -21,6 +21,7 @@ import threading
 import time
 
 from chinchax import exit_codes
+from chinchax.sweeps.hosts import native
 
 FLOOR_S = 300.0
 FACTOR = 10.0
@@ -69,8 +70,8 @@ class Watchdog:
           f"{waited:.0f} s after step {self.step} (the watchdog's deadline is {deadline:.0f} s: "
           f"CHINCHAX_WATCHDOG_S, at least {FACTOR:g} x the slowest step so far); a collective "
           f"is stuck or a host frozen. This process stops (exit status {status}); rerun the "
-          "job (every process) to resume from the last checkpoint", file=sys.stderr,
-          flush=True)
+          f"job (every process) to resume from the last checkpoint{native.kept()}",
+          file=sys.stderr, flush=True)
     if self._tell is not None:
       # The coordinator may be the frozen one: its store is given a second, not forever.
       t = threading.Thread(target=self._tell, args=(status,), daemon=True)

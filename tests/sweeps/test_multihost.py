@@ -10,7 +10,8 @@ process 1 within its deadline, process 0 once thawed; the rerun is the reference
 processes that disagree on the config (one
 line each), and a second job on a busy workdir (refused on each of its processes). Then a
 2-process sweep of two cells: stopped by SIGINT on every process, rerun, its done cell not trained again
-and its shared files written once.
+and its shared files written once; and one whose process 0 is killed -9 mid-sweep (process 1
+says so in one line of its own, not jax's abort, and exits with a restarted status).
 """
 
 import json
@@ -20,6 +21,7 @@ import signal
 
 import pytest
 
+from chinchax import exit_codes
 from tests.helpers import multiproc as mp
 from tests.helpers import sweep_helper
 from tests.helpers import train_util as tu
@@ -232,3 +234,34 @@ def test_a_sweep_stopped_on_every_process_reruns_without_training_a_done_cell_ag
   assert "wrote" not in results[1].out  # process 1 writes no shared file
   # gloo's "[Gloo] Rank 0 is connected to ..." lines go to a log file, not to stdout.
   assert not [r.rank for r in results if "[Gloo]" in r.out + r.err], job.report()
+
+
+def sweep_args(shared, wd):
+  return ["sweep", *sweep_helper.argv(str(wd)), "--config.recipe.batch_multiple=4",
+          f"--config.train.data.corpus={tu.SMALL_CORPUS}",
+          f"--config.train.data.data_dir={shared / 'data'}", "--verbose"]
+
+
+def test_a_coordinator_killed_mid_sweep_is_one_line_and_a_restarted_status(shared, tmp_path):
+  with mp.Job(sweep_args(shared, tmp_path / "sweep"), tmp=tmp_path / "a", deadline_s=150,
+              base_env=env(shared, pause_from=3, pause_s=0.5)) as job:
+    job.wait_for(lambda: ": done, eval loss" in job.text(0, "out"), timeout=120)
+    t = job.signal(signal.SIGKILL, ranks=[0])  # the coordinator's VM gone, mid-sweep
+    results = job.wait(timeout=60)
+  after = results[1].wall_s - (t - job.t0)
+  print(f"kill -9 of process 0: process 1 exited {after:.1f} s later")
+  # jax's client sees the coordination service gone first and aborts (exit 134, a fatal log
+  # line and a C++ stack trace on stderr); chinchax turns that into its own line.
+  assert results[1].rc == exit_codes.COORDINATOR, job.report()
+  assert exit_codes.restart(results[1].rc)
+  lines = results[1].err.strip().splitlines()
+  assert len(lines) == 1, results[1].err
+  assert lines[0].startswith("chinchax: error: process 1 of 2: lost the job's coordinator "
+                             "(process 0)"), lines
+  assert "stack trace" not in results[1].err + results[1].out
+  assert after < 10
+  # jax's own report is kept, and the line names it.
+  log = lines[0].split(" is in ")[1]
+  with open(log) as f:
+    assert "Terminating process because the JAX distributed service" in f.read()
+  os.remove(log)
