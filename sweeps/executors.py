@@ -177,6 +177,32 @@ def _ray_task(job: Job, quiet: bool) -> Outcome:
   return job_lib.run(job, stop=stop_lib.StopFlag(), quiet=quiet)
 
 
+def _without_state_dumps() -> None:
+  """A node that dies unexpectedly has its agent send the driver the last 20 lines of its
+  raylet's log, which Ray's error listener (a thread of this process, on whatever
+  log_to_driver says) prints on the sweep's stdout: lines of the raylet's periodic
+  `[state-dump]` tables ("- objects spillable: 0"). The sentence saying that the raylet
+  terminated, and why, stays; the lines go (they stay in raylet.out on that node)."""
+  from ray._private import worker  # pylint: disable=g-import-not-at-top
+  shown = worker.print_to_stdstream
+  if getattr(shown, "chinchax", False):
+    return
+
+  def without(data, ignore_prefix):
+    if data.get("pid") == "raylet":
+      data = {**data, "lines": [_head(m) for m in data["lines"]]}
+    return shown(data, ignore_prefix)
+  without.chinchax = True
+  worker.print_to_stdstream = without  # looked up by name at each error the listener prints
+
+
+def _head(message: str) -> str:
+  first, _, rest = message.partition("\n")
+  if not first.endswith("lines of the Raylet logs:"):
+    return message
+  return first[:first.rindex(" Last ")] + " Its log: raylet.out in that node's Ray log folder."
+
+
 def run_ray(jobs: Sequence[Job], on_result: OnResult, e: Executor, *, stop,
             quiet: bool = True) -> bool:
   """One Ray task per job; joins the cluster at `e.ray_address`, or starts a local one."""
@@ -184,6 +210,7 @@ def run_ray(jobs: Sequence[Job], on_result: OnResult, e: Executor, *, stop,
 
   if not ray.is_initialized():
     ray.init(address=e.ray_address or None, include_dashboard=False, log_to_driver=not quiet)
+  _without_state_dumps()
   # A task whose node or worker dies is rerun elsewhere (it resumes from its cell's last
   # checkpoint in the shared workdir); one that raises is not (retry_exceptions stays off).
   options = {"num_cpus": e.ray_num_cpus, "num_gpus": e.ray_num_gpus,
