@@ -4,7 +4,9 @@ along D, from truths in and out of the law's family.
 For each design and truth, over `--draws` noise seeds (0.5% multiplicative noise): the
 default fit (`chinchax.fit`, every approach the design supports, `--resamples` bootstrap
 draws), which approach it recommends, whether that approach's 90% interval of a holds the
-true a, the median width of that interval, and whether the recommended law predicts losses.
+true a, the median width of that interval, whether the recommended law predicts losses, how
+many laws are the nesting form (the runs rejected the law's form: "nested"), and how many
+fits warned that the checkpoints bend as a schedule does ("bent").
 The true a is computed with no estimator: each truth's loss minimised numerically along
 C = 6ND at the design's smallest and largest C (tests/helpers/truths.py `a_true`).
 
@@ -93,7 +95,7 @@ def main():
   print(f"{a.draws} draws per row, {a.resamples} resamples, noise {a.noise:.1%} per run"
         f"{f' and {a.model_noise:.1%} per size' if a.model_noise else ''}")
   print(f"{'design':<12} {'truth':<12} {'a true':>7} {'held':>6} {'width':>7} "
-        f"{'loss law':>8}  recommended    s/fit")
+        f"{'loss law':>8} {'nested':>6} {'bent':>6}  recommended    s/fit")
   for dname in a.designs.split(","):
     for tname in a.truths.split(","):
       loss = TRUTHS[tname]
@@ -101,6 +103,7 @@ def main():
       C = 6 * N * D
       a_true = truths.a_true(A_OF.get(tname, loss), [C.min(), C.max()])
       held, widths, predicts, recommended, t0 = 0, [], 0, collections.Counter(), time.time()
+      nested = bent = 0
       for seed in range(a.draws):
         rng = np.random.default_rng(seed)
         sizes = np.unique(N, return_inverse=True)[1]
@@ -120,12 +123,15 @@ def main():
         held += bool(lo <= a_true <= hi)
         widths.append(hi - lo)
         predicts += bool(law.predicts_loss)
+        nested += "gamma" in law.doc["law"]
+        bent += any(w.startswith("the checkpoints bend") for w in law.warnings)
         if a.verbose:
           print(f"  {dname} {tname} draw {seed}: Approach {k} [{lo:.3f}, {hi:.3f}] "
                 f"held {held}/{seed + 1}", flush=True)
       rec = ", ".join(f"{k}: {v}" for k, v in recommended.most_common())
       print(f"{dname:<12} {tname:<12} {a_true:7.4f} {held:>3}/{a.draws:<3} "
-            f"{np.nanmedian(widths) if widths else np.nan:7.3f} {predicts:>4}/{a.draws:<3}  "
+            f"{np.nanmedian(widths) if widths else np.nan:7.3f} {predicts:>4}/{a.draws:<3} "
+            f"{nested:>6} {bent:>6}  "
             f"{rec:<14} {(time.time() - t0) / a.draws:5.1f}")
 
 

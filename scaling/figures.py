@@ -23,8 +23,9 @@ from chinchax.scaling.isoflop.fit import budget_C
 from chinchax.scaling.runs.table import budget_groups, Runs
 
 
-def parametric(E: float, A: float, B: float, alpha: float, beta: float) -> Callable:
-  return lambda N, D: E + A / N**alpha + B / D**beta
+def parametric(E: float, A: float, B: float, alpha: float, beta: float,
+               gamma: float = 1.0) -> Callable:
+  return lambda N, D: E + (A / N**alpha + B / D**beta)**gamma
 
 
 def residuals(runs: Runs, predict: Callable) -> np.ndarray:
@@ -78,8 +79,8 @@ def write_plots(fitted: Fitted, folder: str) -> list[str]:
   budgets = sorted({float(runs.C[g].mean()) for g in runs_lib.budget_groups(runs)})
   if "E" in law:
     written += plots.plot_law(os.path.join(folder, "law"), E=law["E"], A=law["A"], B=law["B"],
-                              alpha=law["alpha"], beta=law["beta"], N=runs.N, D=runs.D,
-                              budgets=budgets)
+                              alpha=law["alpha"], beta=law["beta"],
+                              gamma=law.get("gamma", 1.0), N=runs.N, D=runs.D, budgets=budgets)
   r, title = _residuals(fitted)
   if r is not None:
     written += plot_residuals(runs, r, os.path.join(folder, "residuals"), title)
@@ -91,7 +92,7 @@ def _residuals(fitted: Fitted):
   runs = fitted.runs
   three = fitted.doc["approaches"].get("3", {})
   if all(k in three for k in PARAMETRIC):
-    law = parametric(*(three[k] for k in PARAMETRIC))
+    law = parametric(*(three[k] for k in PARAMETRIC), three.get("gamma", 1.0))
     return residuals(runs, law), "Residuals of Approach 3's law"
   fit = fitted.fits.get("2")
   if fit is None:

@@ -43,6 +43,8 @@ from chinchax.scaling.runs import anomalies
 from chinchax.scaling.runs import design as design_lib
 from chinchax.scaling.parametric import form as form_lib
 from chinchax.scaling.law import build as law_build
+from chinchax.scaling.law import schema as law_schema
+from chinchax.scaling.numerics import optimum as opt
 from chinchax.scaling.parametric import fit as bootstrap_lib
 from chinchax.scaling.law.artifact import ScalingLaw
 from chinchax.scaling.runs.table import Runs
@@ -150,44 +152,76 @@ def _approach3(runs: Runs, o: Options, log, design: design_lib.Design
                                     entry)
       entry["warnings"] += checks.shifted(entry, columns, o.ci)
       if design.kind in design_lib.FORM_SENSITIVE:
-        _form(runs, o, log, entry, fit3, design_lib.sizes_of(runs.N) if by_size else None)
+        nested, draws_Rx6 = _form(runs, o, log, entry, fit3,
+                                  design_lib.sizes_of(runs.N) if by_size else None)
+        if nested is not None:
+          fit3, samples = nested, draws_Rx6
   entry["lack_of_fit"] = checks.approach3(runs, fit3)
   if design.kind == "checkpoints":
     entry["curve_shape"] = checks.curve_shape(runs, fit3, design_lib.sizes_of(runs.N))
   if (entry["lack_of_fit"] or {}).get("fits") is False:
-    entry["warnings"].append(checks.approach3_message(entry["lack_of_fit"]))
+    entry["warnings"].append(checks.approach3_message(
+        entry["lack_of_fit"], form_lib.TEXT if "gamma" in entry else law_schema.PARAMETRIC))
   entry["problems"] = caveats.approach3_problems(entry, len(runs))
   return entry, fit3, samples
 
 
-def _form(runs: Runs, o: Options, log, entry: dict, fit3, clusters) -> None:
+def _form(runs: Runs, o: Options, log, entry: dict, fit3, clusters):
   """The nesting form's a beside the law's (`parametric.form`): the interval of a (and of
-  b = 1 - a) becomes the hull of both, and the entry says when they disagree."""
+  b = 1 - a) becomes the hull of both, and the entry says when they disagree. When the runs
+  reject the law's form (F test, form_lib.P_REJECT), the nesting form, which holds the law at
+  gamma = 1, becomes Approach 3's law: the entry's coefficients, gamma, intervals (a's too)
+  and draws are its own, the law's are kept under `law_form`, and the nesting form is returned
+  with its draws; otherwise (None, None)."""
   theta3 = (fit3.E, fit3.A, fit3.B, fit3.alpha, fit3.beta)
   ff = form_lib.fit_form(runs.N, runs.D, runs.loss, theta3, o.delta)
   log(f"form: {form_lib.TEXT}, gamma = {ff.gamma:.3g}: a = {ff.a:.3f} "
       f"({min(o.bootstrap, form_lib.MAX_RESAMPLES)} resamples) ...")
-  a_S = form_lib.bootstrap_a(runs.N, runs.D, runs.loss, ff, o.delta, n_resamples=o.bootstrap,
-                             seed=o.seed, clusters=clusters)
-  if not len(a_S):
-    return
+  draws_Rx6 = form_lib.bootstrap(runs.N, runs.D, runs.loss, ff, o.delta,
+                                 n_resamples=o.bootstrap, seed=o.seed, clusters=clusters)
+  draws_Rx6 = draws_Rx6[np.all(draws_Rx6[:, 1:] > 0, axis=1)]
+  if not len(draws_Rx6):
+    return None, None
+  a_S = power.from_theta(draws_Rx6)[:, 0]
   ci_form = intervals.holding(intervals.interval(a_S, o.ci), ff.a)
   law_ci = entry["ci"]["a"]
+  adopt = ff.p_value < form_lib.P_REJECT
   entry["form"] = {"form": form_lib.TEXT, "gamma": ff.gamma, "a": ff.a, "ci_a": ci_form,
-                   "p_value": ff.p_value, "n_resamples": int(len(a_S))}
+                   "p_value": ff.p_value, "n_resamples": int(len(a_S)), "adopted": adopt}
   hull = [min(law_ci[0], ci_form[0]), max(law_ci[1], ci_form[1])]
-  entry["ci"]["a"], entry["ci"]["b"] = hull, [1 - hull[1], 1 - hull[0]]
   said = (f"on this design a rests on the law's form: {form_lib.TEXT} (gamma = {ff.gamma:.3g}) "
           f"gives a = {ff.a:.3f} {fmt.interval(ci_form)} against the law's {entry['a']:.3f} "
           f"{fmt.interval(law_ci)}; the interval of a given is the hull of both")
-  if ff.p_value < form_lib.P_REJECT:
-    entry["warnings"].append(f"the runs reject the law's form (F test p = {ff.p_value:.1g}): "
-                             + said)
+  if adopt:
+    _adopt(entry, ff, draws_Rx6, o)
+    entry.setdefault("notes", []).append(
+        f"the runs reject the law's form (F test p = {ff.p_value:.1g}), so Approach 3's law is "
+        f"{form_lib.TEXT} (gamma = {ff.gamma:.3g}), a = {ff.a:.3f} {fmt.interval(ci_form)}; "
+        f"the law's own form gives a = {entry['law_form']['a']:.3f} {fmt.interval(law_ci)}")
   elif ci_form[1] < law_ci[0] or ci_form[0] > law_ci[1]:
     entry["warnings"].append(said + "; runs nearer the optimum's tokens per parameter would "
                              "decide between them")
   else:
     entry.setdefault("notes", []).append(said)
+  if not adopt:  # adopted, the law's form is rejected: a's interval is the nesting form's
+    entry["ci"]["a"], entry["ci"]["b"] = hull, [1 - hull[1], 1 - hull[0]]
+  return (ff, draws_Rx6) if adopt else (None, None)
+
+
+def _adopt(entry: dict, ff, draws_Rx6: np.ndarray, o: Options) -> None:
+  """The entry's law becomes the nesting form's; the rejected law's numbers, and the
+  warnings its fit gave, are kept under `law_form`."""
+  keep = ("E", "A", "B", "alpha", "beta", *power.NAMES, "objective", "warnings")
+  entry["law_form"] = {"form": law_schema.PARAMETRIC, **{k: entry[k] for k in keep},
+                       "ci_a": entry["ci"]["a"]}
+  values = ff.values
+  P = power.from_theta(values)
+  entry.update(dict(zip(opt.NESTED_NAMES, map(float, values))),
+               **dict(zip(power.NAMES, map(float, P))), objective=ff.objective, warnings=[])
+  columns = {**dict(zip(opt.NESTED_NAMES, draws_Rx6.T)),
+             **dict(zip(power.NAMES, power.from_theta(draws_Rx6).T))}
+  entry["ci"] = _interval_block(columns, (*opt.NESTED_NAMES, "a", "b"), o.ci, entry)
+  entry["warnings"] += checks.shifted(entry, columns, o.ci)
 
 
 def _refuse_a_law_that_rises(entry: dict) -> None:
@@ -342,11 +376,11 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
       params_convention=runs.params, flops_convention=runs.flops,
       N=runs.N, D=runs.D, C=runs.C, inputs=list(runs.sources))
   if approach == "3" and "3" in entries:
-    fit3 = fits["3"]
+    e3, fit3 = entries["3"], fits["3"]  # fit3: the law's fit, or the nesting form adopted
     doc = law_build.build_law(
-        E=fit3.E, A=fit3.A, B=fit3.B, alpha=fit3.alpha, beta=fit3.beta, delta=fit3.delta,
-        n_starts=fit3.n_starts, objective=fit3.objective, n_at_best=fit3.n_at_best,
-        n_points=fit3.n_points, fit_warnings=fit3.warnings, samples=samples3,
+        **{k: e3[k] for k in opt.PARAM_NAMES}, gamma=e3.get("gamma"), delta=o.delta,
+        n_starts=e3["starts"], objective=e3["objective"], n_at_best=e3["starts_at_best"],
+        n_points=e3["n_points"], fit_warnings=getattr(fit3, "warnings", ()), samples=samples3,
         seed=o.seed if o.bootstrap else None,
         bootstrap_kind=(entries["3"].get("bootstrap") or {}).get("kind", "pairs"), **common)
   elif approach in entries:

@@ -55,11 +55,10 @@ def effective_params(N, D, U, theta, R_N_star: float = R_N_STAR) -> np.ndarray:
 
 
 def loss(N, D, U, theta, R_D_star: float = R_D_STAR, R_N_star: float = R_N_STAR):
-  """Muennighoff et al.'s L(N, D, U) for one law `theta` (shape (5,))."""
-  E, A, B, alpha, beta = (float(v) for v in np.asarray(theta, np.float64))
+  """Muennighoff et al.'s L(N, D, U) for one law `theta` (shape (5,), or (6,) with gamma)."""
   N_eff = effective_params(N, D, U, theta, R_N_star)
   D_eff = effective_tokens(D, U, R_D_star)
-  return E + A / N_eff**alpha + B / D_eff**beta
+  return opt.loss(N_eff, D_eff, theta)
 
 
 def optimum(C: float, U: float, theta, R_D_star: float = R_D_STAR,

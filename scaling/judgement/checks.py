@@ -43,13 +43,16 @@ def approach3(runs: Runs, fit3) -> dict | None:
   y = runs.loss[bud.idx_n]
   loc, sigma = local_fits(bud, y)
   N, D = runs.N[bud.idx_n], runs.D[bud.idx_n]
-  predicted = fit3.E + fit3.A * N**-fit3.alpha + fit3.B * D**-fit3.beta
+  if hasattr(fit3, "gamma"):  # the nesting form, adopted as the law
+    predicted = fit3.predict(N, D)
+  else:  # the law's own sum, in the order its records were first written
+    predicted = fit3.E + fit3.A * N**-fit3.alpha + fit3.B * D**-fit3.beta
   return lack_of_fit(y - predicted, sigma, N_n=N, D_n=D,
                            in_window_n=np.isfinite(loc.fitted_Rxn[0]), loss_n=y)
 
 
-def approach3_message(record: dict) -> str:
-  return lack_of_fit_message(record, "the law E + A/N^alpha + B/D^beta")
+def approach3_message(record: dict, form: str = "E + A/N^alpha + B/D^beta") -> str:
+  return lack_of_fit_message(record, f"the law {form}")
 
 
 POSITION_BINS = 5  # a checkpoint's place in its model's run, log(D / the model's largest D)

@@ -2,9 +2,9 @@
 
 The file's shape and its validation are scaling.law.schema; building the dict from fitted
 numbers is scaling.law.build. A law is either Approach 3's L(N, D) = E + A/N^alpha +
-B/D^beta (it plans allocations and predicts losses) or an allocation law N* = k_N·C^a,
-D* = k_D·C^b from Approach 1 or 2 (allocations only: asking it for a loss is a UserError
-that says so). Intervals are percentile bands of the stored bootstrap draws, at any budget
+B/D^beta, or its nesting form E + (A/N^alpha + B/D^beta)^gamma (either plans allocations
+and predicts losses), or an allocation law N* = k_N·C^a, D* = k_D·C^b from Approach 1 or 2
+(allocations only: asking it for a loss is a UserError that says so). Intervals are percentile bands of the stored bootstrap draws, at any budget
 and any level.
 """
 
@@ -97,7 +97,7 @@ class ScalingLaw:
 
   @property
   def predicts_loss(self) -> bool:
-    return self.form == schema.PARAMETRIC
+    return self.form in schema.LOSS_FORMS
 
   @property
   def approach(self) -> str:
@@ -105,7 +105,8 @@ class ScalingLaw:
 
   @property
   def theta(self) -> np.ndarray:
-    """[E, A, B, alpha, beta]; a UserError for an allocation law."""
+    """[E, A, B, alpha, beta] (and gamma for the nesting form); a UserError for an
+    allocation law."""
     if not self.predicts_loss:
       raise _no_loss(self)
     return self.values
@@ -115,6 +116,7 @@ class ScalingLaw:
   B = property(lambda self: float(self.theta[2]))
   alpha = property(lambda self: float(self.theta[3]))
   beta = property(lambda self: float(self.theta[4]))
+  gamma = property(lambda self: float(opt.gamma(self.theta)))
 
   @property
   def P(self) -> np.ndarray:

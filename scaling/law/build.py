@@ -1,6 +1,6 @@
 """Assembling a law.json dict (scaling.law.schema) from fitted numbers.
 
-`build_law` takes Approach 3's parametric law, `build_power_law` an allocation law
+`build_law` takes Approach 3's parametric law (or its nesting form, with gamma), `build_power_law` an allocation law
 N* = k_N·C^a, D* = k_D·C^b (Approach 1 or 2). Both store the point fit, percentile intervals
 at `ci_level` (`ci`), the allocation table from the smallest fitted budget to 10x the
 largest, each row flagged `extrapolated` with `beyond_fit` (how many times outside the fitted
@@ -58,7 +58,7 @@ def _usable(samples, form: str) -> tuple[np.ndarray, int]:
   samples_Sxk = np.asarray(samples, np.float64)
   if samples_Sxk.ndim != 2 or samples_Sxk.shape[1] != k:
     raise ValueError(f"samples must have shape (n, {k}), got {samples_Sxk.shape}")
-  positive = samples_Sxk[:, 1:] if form == schema.PARAMETRIC else samples_Sxk[:, :2]
+  positive = samples_Sxk[:, 1:] if form in schema.LOSS_FORMS else samples_Sxk[:, :2]
   keep = np.all(np.isfinite(samples_Sxk), axis=1) & np.all(positive > 0, axis=1)
   rows = samples_Sxk[keep]
   if len(rows):
@@ -83,10 +83,10 @@ def beyond(C: float, C_range) -> float | None:
 
 
 def _table(form: str, values: np.ndarray, rows, budgets, level, C_range=None) -> list[dict]:
-  P = power.from_theta(values) if form == schema.PARAMETRIC else values
+  P = power.from_theta(values) if form in schema.LOSS_FORMS else values
   P_S = None
   if rows is not None and len(rows):
-    P_S = power.from_theta(rows) if form == schema.PARAMETRIC else rows
+    P_S = power.from_theta(rows) if form in schema.LOSS_FORMS else rows
   table = []
   for c in budgets:
     N, D = (float(v) for v in power.optimum(c, P))
@@ -94,12 +94,12 @@ def _table(form: str, values: np.ndarray, rows, budgets, level, C_range=None) ->
     factor = beyond(c, C_range)  # 1.0: inside the fitted budgets; null: range unknown
     row["extrapolated"] = None if factor is None else factor > 1.0 + 1e-9
     row["beyond_fit"] = factor
-    if form == schema.PARAMETRIC:
+    if form in schema.LOSS_FORMS:
       row["loss"] = float(opt.optimal_loss(c, values))
     if P_S is not None:
       N_S, D_S = power.optimum(c, P_S)
       row["N_ci"], row["D_ci"] = intervals.interval(N_S, level), intervals.interval(D_S, level)
-      if form == schema.PARAMETRIC:
+      if form in schema.LOSS_FORMS:
         row["loss_ci"] = intervals.interval(opt.optimal_loss(c, rows), level)
     table.append(row)
   return table
@@ -119,7 +119,7 @@ def assemble(form: str, values: Sequence[float], *, approach: str, samples=None,
   names = schema.COLUMNS[form]
   values = np.asarray(values, np.float64)
   law = {"form": form, **{k: float(v) for k, v in zip(names, values)}, "approach": approach}
-  if form == schema.PARAMETRIC:
+  if form in schema.LOSS_FORMS:
     a, b = (float(v) for v in opt.exponents(values))
     optimal = {"a": a, "b": b, "G": float(opt.G(values))}
   else:
@@ -132,7 +132,7 @@ def assemble(form: str, values: Sequence[float], *, approach: str, samples=None,
       ci = {"level": float(ci_level)}
       for i, name in enumerate(names):
         ci[name] = intervals.holding(intervals.interval(rows[:, i], ci_level), values[i])
-      if form == schema.PARAMETRIC:
+      if form in schema.LOSS_FORMS:
         a_S, b_S = opt.exponents(rows)
         ci["a"] = intervals.holding(intervals.interval(a_S, ci_level), optimal["a"])
         ci["b"] = intervals.holding(intervals.interval(b_S, ci_level), optimal["b"])
@@ -179,13 +179,14 @@ def assemble(form: str, values: Sequence[float], *, approach: str, samples=None,
 
 
 def build_law(*, E: float, A: float, B: float, alpha: float, beta: float,
-              delta: float | None = None, n_starts: int | None = None,
+              gamma: float | None = None, delta: float | None = None, n_starts: int | None = None,
               objective: float | None = None, n_at_best: int | None = None,
               n_points: int | None = None, fit_warnings: Sequence[str] = (),
               **kw) -> dict[str, Any]:
   """The law.json dict of Approach 3's law (validated); keywords as `assemble`.
 
-  samples: bootstrap draws of [E, A, B, alpha, beta], shape (n, 5), or None. Rows that are no
+  gamma: the nesting form's outer power (law.form NESTED); None for the law itself.
+  samples: bootstrap draws of [E, A, B, alpha, beta] (and gamma), shape (n, 5 or 6), or None. Rows that are no
     law (a non-finite value from a failed refit, or A, B, alpha or beta not positive: a
     resample whose points show no decrease in N or D) are dropped and counted in
     `bootstrap.dropped`; many dropped rows mean the data pin the law down poorly.
@@ -194,6 +195,8 @@ def build_law(*, E: float, A: float, B: float, alpha: float, beta: float,
   fit = {"delta": delta, "starts": n_starts, "objective": objective,
          "starts_at_best": n_at_best, "points": n_points, "warnings": fit_warnings}
   kw.setdefault("approach", "3")
+  if gamma is not None:
+    return assemble(schema.NESTED, [E, A, B, alpha, beta, gamma], fit=fit, **kw)
   return assemble(schema.PARAMETRIC, [E, A, B, alpha, beta], fit=fit, **kw)
 
 

@@ -1,10 +1,13 @@
 """The shape of law.json (schema `chinchax/law/v3`; a v2 file reads as it is) and its
 validation. On disk the bootstrap draws are packed (scaling.law.pack).
 
-A law is one of two forms, named by `law.form`:
+A law is one of three forms, named by `law.form`:
 
 * `PARAMETRIC`, L(N, D) = E + A/N^alpha + B/D^beta (Approach 3): it plans allocations and
   predicts losses; bootstrap rows are [E, A, B, alpha, beta].
+* `NESTED`, L(N, D) = E + (A/N^alpha + B/D^beta)^gamma, 0 < gamma <= 1 (Approach 3 on a
+  ladder or checkpoint suite whose runs reject the law's form: scaling.parametric.form): the
+  same allocations (gamma does not move the optimum), its own losses; rows end in gamma.
 * `POWER`, N*(C) = k_N·C^a and D*(C) = k_D·C^b (Approach 1 or 2): it plans allocations only;
   bootstrap rows are [a, b, log_kN, log_kD].
 
@@ -36,10 +39,12 @@ SCHEMA = "chinchax/law/v3"  # v2 with the draws packed on disk (law_pack) and th
 SCHEMA_V2 = "chinchax/law/v2"  # the same document in memory: read as it is
 SCHEMA_V1 = "chinchax/law/v1"
 PARAMETRIC = "E + A/N^alpha + B/D^beta"
+NESTED = "E + (A/N^alpha + B/D^beta)^gamma"
+LOSS_FORMS = (PARAMETRIC, NESTED)  # the forms that predict losses
 POWER = "N* = k_N·C^a, D* = k_D·C^b"
 FORM = PARAMETRIC  # the v1 name
 POWER_NAMES: tuple[str, ...] = ("a", "b", "log_kN", "log_kD")
-COLUMNS = {PARAMETRIC: opt.PARAM_NAMES, POWER: POWER_NAMES}
+COLUMNS = {PARAMETRIC: opt.PARAM_NAMES, NESTED: opt.NESTED_NAMES, POWER: POWER_NAMES}
 APPROACHES = ("1", "2", "3")
 
 _TOP_KEYS = ("schema", "law", "ci", "optimal", "approaches", "recommended", "warnings", "notes",
@@ -82,12 +87,15 @@ def _law(obj_: Any) -> tuple[str, np.ndarray]:
   law = obj(obj_, "law", ("form",))
   form = law["form"]
   if not isinstance(form, str) or form not in COLUMNS:
-    raise UserError(f"law.form: expected {PARAMETRIC!r} or {POWER!r}, got {shown(form)}")
+    raise UserError(f"law.form: expected {PARAMETRIC!r}, {NESTED!r} or {POWER!r}, "
+                    f"got {shown(form)}")
   obj(law, "law", COLUMNS[form])
-  if form == PARAMETRIC:
+  if form in LOSS_FORMS:
     number(law["E"], "law.E", "nonnegative")
-    for name in opt.PARAM_NAMES[1:]:
+    for name in COLUMNS[form][1:]:
       number(law[name], f"law.{name}", "positive")
+    if form == NESTED and not law["gamma"] <= 1:
+      raise UserError(f"law.gamma: expected a value in (0, 1], got {shown(law['gamma'])}")
   else:
     for name in ("a", "b"):
       number(law[name], f"law.{name}", "positive")
@@ -102,7 +110,7 @@ def _optimal(best: Any, form: str, values: np.ndarray):
   best = obj(best, "optimal", ("a", "b", "tokens_per_param"))
   for name in ("a", "b"):
     number(best[name], f"optimal.{name}", "positive")
-  if form == PARAMETRIC:
+  if form in LOSS_FORMS:
     a, b = opt.exponents(values)
     obj(best, "optimal", ("G",))
     number(best["G"], "optimal.G", "positive")
@@ -195,7 +203,7 @@ def _bootstrap(boot: Any, form: str):
     if not (isinstance(row, list) and len(row) == k):
       raise UserError(f"{where}: expected {k} values [{', '.join(columns)}], got {shown(row)}")
     for j, name in enumerate(columns):
-      positive = form == PARAMETRIC and j > 0 or form == POWER and j < 2
+      positive = form in LOSS_FORMS and j > 0 or form == POWER and j < 2
       number(row[j], f"{where}[{j}] ({name})", "positive" if positive else "finite")
 
 

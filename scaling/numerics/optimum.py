@@ -13,6 +13,10 @@ Inverting D*(C) = D gives the compute-optimal model for a token count:
 Broadcasting: a parameter vector `theta` has shape (*S, 5) in the order
 [E, A, B, alpha, beta] (one law, or S bootstrap samples); budgets C have shape (*K).
 Every function returns shape (*S, *K), so a bootstrap band is one call.
+
+A sixth value gamma is the nesting form L = E + (A/N^alpha + B/D^beta)^gamma
+(scaling.parametric.form). The optimum is where the inner sum is least along C = 6ND, so
+every allocation above holds for it unchanged; only the loss itself takes gamma.
 """
 
 from collections.abc import Callable
@@ -21,22 +25,36 @@ import numpy as np
 from scipy import optimize
 
 PARAM_NAMES: tuple[str, ...] = ("E", "A", "B", "alpha", "beta")
+NESTED_NAMES: tuple[str, ...] = PARAM_NAMES + ("gamma",)
+
+
+def _checked(theta) -> np.ndarray:
+  theta = np.asarray(theta, dtype=np.float64)
+  if theta.shape[-1:] not in ((5,), (6,)):
+    raise ValueError(f"theta must end in 5 values {PARAM_NAMES} (or 6, with gamma), "
+                     f"got shape {theta.shape}")
+  return theta
 
 
 def unpack(theta, like=None) -> tuple[np.ndarray, ...]:
   """E, A, B, alpha, beta, each shaped (*S, 1, ..., 1) to broadcast against `like`."""
-  theta = np.asarray(theta, dtype=np.float64)
-  if theta.shape[-1:] != (5,):
-    raise ValueError(f"theta must end in 5 values {PARAM_NAMES}, got shape {theta.shape}")
+  theta = _checked(theta)
   extra = () if like is None else (1,) * np.ndim(like)
   return tuple(theta[..., i].reshape(theta.shape[:-1] + extra) for i in range(5))
+
+
+def gamma(theta, like=None) -> np.ndarray | float:
+  """The nesting form's outer power, shaped like `unpack`'s values; 1.0 for the law."""
+  theta = _checked(theta)
+  if theta.shape[-1] == 5:
+    return 1.0
+  return theta[..., 5].reshape(theta.shape[:-1] + (() if like is None else (1,) * np.ndim(like)))
 
 
 def loss(N, D, theta) -> np.ndarray:
   """L(N, D) for arrays N, D of one shape (*K): shape (*S, *K)."""
   N, D = np.broadcast_arrays(np.asarray(N, np.float64), np.asarray(D, np.float64))
-  E, A, B, alpha, beta = unpack(theta, N)
-  return E + A / N**alpha + B / D**beta
+  return _at(N, D, theta, N)
 
 
 def exponents(theta) -> tuple[np.ndarray, np.ndarray]:
@@ -68,8 +86,16 @@ def optimal_loss(C, theta) -> np.ndarray:
   """L(N*(C), D*(C))."""
   C = np.asarray(C, np.float64)
   N, D = optimum(C, theta)
-  E, A, B, alpha, beta = unpack(theta, C)
-  return E + A / N**alpha + B / D**beta
+  return _at(N, D, theta, C)
+
+
+def _at(N, D, theta, like) -> np.ndarray:
+  """The loss at (N, D), theta broadcast against `like`; the law's sum in its own order, so
+  its digits do not move with the nesting form beside it."""
+  E, A, B, alpha, beta = unpack(theta, like)
+  if _checked(theta).shape[-1] == 5:
+    return E + A / N**alpha + B / D**beta
+  return E + (A / N**alpha + B / D**beta)**gamma(theta, like)
 
 
 def optimal_params_for_tokens(D, theta) -> np.ndarray:

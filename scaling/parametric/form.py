@@ -46,6 +46,7 @@ TEXT = "E + (A/N^alpha + B/D^beta)^gamma"
 class FormFit:
   theta: np.ndarray  # log A, log B, log E, alpha, beta, gamma
   p_value: float  # F test of the law's form (gamma = 1) against this one, on log-residuals
+  objective: float  # the summed Huber loss of the log-residuals, as the law's fit reports it
 
   @property
   def a(self) -> float:
@@ -54,6 +55,32 @@ class FormFit:
   @property
   def gamma(self) -> float:
     return float(self.theta[5])
+
+  @property
+  def values(self) -> np.ndarray:
+    """[E, A, B, alpha, beta, gamma]: law.json's order (scaling.numerics.optimum)."""
+    return natural(self.theta)
+
+  E = property(lambda self: float(self.values[0]))
+  A = property(lambda self: float(self.values[1]))
+  B = property(lambda self: float(self.values[2]))
+  alpha = property(lambda self: float(self.theta[3]))
+  beta = property(lambda self: float(self.theta[4]))
+
+  def predict(self, N, D) -> np.ndarray:
+    return np.exp(log_loss(self.theta, np.log(N), np.log(D)))
+
+
+def natural(theta_Sx6: np.ndarray) -> np.ndarray:
+  """[E, A, B, alpha, beta, gamma] from the solver's [log A, log B, log E, alpha, beta, gamma]."""
+  t = np.asarray(theta_Sx6, np.float64)
+  return np.stack([np.exp(t[..., 2]), np.exp(t[..., 0]), np.exp(t[..., 1]), t[..., 3],
+                   t[..., 4], t[..., 5]], axis=-1)
+
+
+def _huber(r: np.ndarray, delta: float) -> float:
+  a = np.abs(r)
+  return float(np.sum(np.where(a <= delta, 0.5 * r**2, delta * (a - 0.5 * delta))))
 
 
 def log_loss(theta, lN, lD):
@@ -119,13 +146,14 @@ def fit_form(N, D, loss, law_theta, delta: float) -> FormFit:
   p = 1.0
   if n > 7 and rss_form > 0 and rss_law > rss_form:
     p = float(stats.f.sf((rss_law - rss_form) / (rss_form / (n - 6)), 1, n - 6))
-  return FormFit(best.x, p)
+  return FormFit(best.x, p, _huber(best.fun, delta))
 
 
-def bootstrap_a(N, D, loss, form: FormFit, delta: float, *, n_resamples: int, seed: int,
-                clusters=None) -> np.ndarray:
-  """a of the form refitted on min(n_resamples, MAX_RESAMPLES) resamples of the runs (or of
-  whole clusters), each from the full fit; refits that fail are dropped."""
+def bootstrap(N, D, loss, form: FormFit, delta: float, *, n_resamples: int, seed: int,
+              clusters=None) -> np.ndarray:
+  """[E, A, B, alpha, beta, gamma] of the form refitted on min(n_resamples, MAX_RESAMPLES)
+  resamples of the runs (or of whole clusters), each from the full fit, shape (R', 6);
+  refits that fail are dropped."""
   lN, lD, lL = np.log(N), np.log(D), np.log(loss)
   n, R = len(lN), min(int(n_resamples), MAX_RESAMPLES)
   counts_Rxn = fit_lib.resample_counts(n, R, np.random.default_rng([seed, 6]), clusters)
@@ -134,5 +162,5 @@ def bootstrap_a(N, D, loss, form: FormFit, delta: float, *, n_resamples: int, se
     idx = np.repeat(np.arange(n), counts)
     r = _solve(form.theta, lN[idx], lD[idx], lL[idx], delta, REFIT_EVALUATIONS)
     if r.status >= 0 and np.all(np.isfinite(r.x)):
-      out.append(r.x[4] / (r.x[3] + r.x[4]))
-  return np.asarray(out)
+      out.append(r.x)
+  return natural(np.reshape(out, (-1, 6)))

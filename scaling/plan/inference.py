@@ -11,7 +11,8 @@ A/N^alpha = s·r and B/D^beta = (1 - s)·r, so
 
     N(s) = (A / (s·r))^(1/alpha),        D(s) = (B / ((1 - s)·r))^(1/beta),
 
-which keeps every candidate exactly on the iso-loss curve. The total is smooth in
+which keeps every candidate exactly on the iso-loss curve. The nesting form
+E + (A/N^alpha + B/D^beta)^gamma has the same iso-loss curves, at r = (ℓ - E)^(1/gamma). The total is smooth in
 z = logit(s); a grid over z then bounded Brent (scaling.numerics.optimum.argmin_1d) finds the minimum.
 With T = 0 it is the Chinchilla optimum itself; with T > 0 the model shrinks and trains longer.
 """
@@ -39,12 +40,13 @@ def optimum(C: float, T: float, theta) -> dict[str, object]:
   (ℓ - E is 0) and (A/(s·r))^(1/alpha) leaves the float range, yet log N(s) stays finite.
   """
   theta = np.asarray(theta, np.float64)
-  E, A, B, alpha, beta = (float(v) for v in theta)
+  E, A, B, alpha, beta = (float(v) for v in theta[:5])
+  g = float(opt.gamma(theta))
   N0, D0 = (float(v) for v in opt.optimum(C, theta))
   log_rN = math.log(A) - alpha * math.log(N0)  # log A/N0^alpha
   log_rD = math.log(B) - beta * math.log(D0)
   log_r = float(np.logaddexp(log_rN, log_rD))
-  target = E + math.exp(log_r)
+  target = E + math.exp(g * log_r)
 
   def log_on_curve(z: float) -> tuple[float, float]:
     log_s, log_1ms = -float(np.logaddexp(0.0, -z)), -float(np.logaddexp(0.0, z))

@@ -182,7 +182,7 @@ def _law_summary(law: ScalingLaw) -> dict[str, Any]:
          "conventions": dict(law.conventions), "recommended": dict(law.recommended),
          "warnings": law.warnings, "reference": law.doc.get("reference")}
   if law.predicts_loss:
-    out.update({k: float(v) for k, v in zip(opt.PARAM_NAMES, law.theta)}, G=law.G)
+    out.update({k: float(v) for k, v in zip(opt.NESTED_NAMES, law.theta)}, G=law.G)
   return out
 
 

@@ -142,12 +142,12 @@ def plot_law(stem: str, **kw) -> list[str]:
 
 
 def law_figure(*, E: float, A: float, B: float, alpha: float, beta: float,
-               N: Sequence[float] | None = None, D: Sequence[float] | None = None,
+               gamma: float = 1.0, N: Sequence[float] | None = None, D: Sequence[float] | None = None,
                budgets: Sequence[float] | None = None,
                N_range: tuple[float, float] | None = None,
                D_range: tuple[float, float] | None = None) -> Figure:
-  """Contours of L = E + A/N^α + B/D^β over (N, D) at round loss values, the efficient
-  frontier, iso-C lines C = 6ND at `budgets` each labelled inside the frame, and the runs."""
+  """Contours of L = E + A/N^α + B/D^β (or E + (A/N^α + B/D^β)^γ) over (N, D) at round
+  loss values, the efficient frontier, iso-C lines C = 6ND at `budgets` each labelled inside the frame, and the runs."""
   for name, v in (("A", A), ("B", B), ("alpha", alpha), ("beta", beta)):
     if not (math.isfinite(v) and v > 0):
       raise UserError(f"plot_law: {name} must be positive and finite, got {v!r}")
@@ -161,7 +161,7 @@ def law_figure(*, E: float, A: float, B: float, alpha: float, beta: float,
     D_range = (D.min() / 4, D.max() * 4) if D is not None and D.size else (1e9, 1e13)
   N_grid = np.logspace(*np.log10(N_range), 200)
   D_grid = np.logspace(*np.log10(D_range), 200)
-  L_DxN = E + A / N_grid[None, :] ** alpha + B / D_grid[:, None] ** beta
+  L_DxN = E + (A / N_grid[None, :] ** alpha + B / D_grid[:, None] ** beta) ** gamma
 
   fig = Figure(figsize=(7, 5.5))
   ax = fig.add_subplot()
@@ -193,7 +193,8 @@ def law_figure(*, E: float, A: float, B: float, alpha: float, beta: float,
   ax.set_ylim(*D_range)
   ax.set_xlabel("N (parameters)")
   ax.set_ylabel("D (tokens)")
-  ax.set_title(f"L = {E:.3g} + {A:.3g}/N^{alpha:.3g} + {B:.3g}/D^{beta:.3g}")
+  inner = f"{A:.3g}/N^{alpha:.3g} + {B:.3g}/D^{beta:.3g}"
+  ax.set_title(f"L = {E:.3g} + " + (inner if gamma == 1 else f"({inner})^{gamma:.3g}"))
   ax.legend(fontsize=8, loc="upper left")
   return fig
 

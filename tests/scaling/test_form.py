@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import chinchax
+from chinchax.scaling.law.artifact import ScalingLaw
 from chinchax.scaling.parametric import form
 from tests.helpers import synthetic_law, truths
 from tests.scaling.test_design import checkpoints, ladder
@@ -87,3 +88,56 @@ def test_checkpoints_bent_by_a_schedule_are_named(truth, warned):
   said = [w for w in law.doc["warnings"] if w.startswith("the checkpoints bend along D")]
   assert bool(said) == warned, law.doc["warnings"]
   assert law.doc["approaches"]["3"]["curve_shape"]["dof"] == 4
+
+
+def test_a_suite_that_rejects_the_law_gets_the_nesting_form_as_its_law(tmp_path):
+  """Kaplan-form checkpoints: the runs reject the law's form, so Approach 3's law is the
+  nesting form. It is recommended, predicts losses 10x past the largest model near Kaplan's
+  closed form, and survives law.json."""
+  N, D, L = checkpoints(truth=truths.kaplan, seed=0)
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    law = chinchax.fit({"N": N, "D": D, "loss": L}, bootstrap=100, seed=0)
+  assert law.form == "E + (A/N^alpha + B/D^beta)^gamma" and law.predicts_loss
+  assert law.recommended["approach"] == "3", law.recommended
+  e3 = law.doc["approaches"]["3"]
+  assert e3["form"]["adopted"] and e3["law_form"]["form"] == "E + A/N^alpha + B/D^beta"
+  assert abs(e3["law_form"]["a"] - KAPLAN_A) > 0.1 > abs(law.a - KAPLAN_A)
+  lo, hi = law.doc["ci"]["a"]
+  assert lo <= KAPLAN_A <= hi and hi - lo < 0.1
+  N_far, D_far = 3e10, 6e11
+  assert abs(law.predict(N_far, D_far) / truths.kaplan(N_far, D_far) - 1) < 0.02
+  law.save(tmp_path / "law.json")
+  again = ScalingLaw.load(tmp_path / "law.json")
+  assert again.gamma == pytest.approx(law.gamma, rel=1e-6)
+  assert again.predict(N_far, D_far) == pytest.approx(law.predict(N_far, D_far), rel=1e-6)
+
+
+def test_the_nesting_law_plans_as_its_inner_sum_says():
+  """gamma moves the loss, not the allocation: N*(C) and the inference-aware model are the
+  inner sum's, by hand; the losses are E + (inner)^gamma."""
+  from chinchax.scaling.numerics import optimum  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.plan import inference  # pylint: disable=g-import-not-at-top
+  E, A, B, alpha, beta, gamma = 0.5, 3e3, 2e4, 0.6, 0.7, 0.3
+  theta = np.array([E, A, B, alpha, beta, gamma])
+  C = 1e22
+  G = (alpha * A / (beta * B))**(1 / (alpha + beta))
+  N_star, D_star = G * (C / 6)**(beta / (alpha + beta)), (C / 6)**(alpha / (alpha + beta)) / G
+  np.testing.assert_allclose(optimum.optimum(C, theta), (N_star, D_star), rtol=1e-12)
+  inner = A / N_star**alpha + B / D_star**beta
+  assert optimum.optimal_loss(C, theta) == pytest.approx(E + inner**gamma, rel=1e-13)
+  assert optimum.loss(N_star, D_star * 2, theta) == pytest.approx(
+      E + (A / N_star**alpha + B / (2 * D_star)**beta)**gamma, rel=1e-13)
+  plan = inference.optimum(C, 1e13, theta)
+  aware = plan["inference_optimal"]
+  assert plan["loss"] == pytest.approx(E + inner**gamma, rel=1e-12)
+  assert E + (A / aware["N"]**alpha + B / aware["D"]**beta)**gamma == pytest.approx(
+      plan["loss"], rel=1e-9)
+  assert aware["N"] < N_star and aware["total_flops"] < plan["chinchilla"]["total_flops"]
+
+
+def test_a_gamma_above_one_is_refused_in_one_line():
+  from chinchax.errors import UserError  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.law import build  # pylint: disable=g-import-not-at-top
+  with pytest.raises(UserError, match=r"^law\.gamma: expected a value in \(0, 1\], got 1\.5$"):
+    build.build_law(E=0.5, A=3e3, B=2e4, alpha=0.6, beta=0.7, gamma=1.5)
