@@ -6,13 +6,22 @@ per FLOP, and whether to stop (`choose`).
 2. Else Approach 3's law is fitted to the runs (scaling/parametric, the Huber fit) with
    `resamples` pairs-bootstrap refits (seed `seed`: the same runs give the same decision).
    The answer's interval at `level` is read from the draws (scaling/select/answer.py).
-3. Stop when that interval is at most `width` wide, or no cell of the pool that is not yet
-   run fits in the FLOPs left (`flops_left`).
-4. Else the K cells are chosen greedily by expected reduction of the answer's variance per
-   FLOP (scaling/select/gain.py: a Gaussian update over the draws, the runs' noise from the
-   fit's residuals), each conditioned on the cells chosen before it. `expected` holds the
-   interval now and the width the batch is expected to leave: the width now scaled by the
-   square root of the variance ratio.
+3. Stop when that interval is at most `width` wide and the fit is well determined (4: a
+   narrow interval of a fit that warns is not believed), or no cell of the pool that is not
+   yet run fits in the FLOPs left (`flops_left`).
+4. Else, while the fit is poorly determined (scaling/select/spread.py: the fit warns, the
+   interval is wider than 0.3 for a or 1.0 for log N*, or the draws are far from Gaussian),
+   the K cells are a D-optimal design per FLOP for the law's five parameters at the draws'
+   median, and no width after them is promised (`expected["phase"] = "spread"`).
+5. Once it is well determined, the K cells are chosen greedily by expected reduction of the
+   answer's variance per FLOP (scaling/select/gain.py: a Gaussian update over the draws, the
+   runs' noise from the fit's residuals), each conditioned on the cells chosen before it.
+   `expected` holds the interval now and the width the batch is expected to leave: the width
+   now scaled by the square root of the variance ratio (`expected["phase"] = "gain"`).
+
+Cells with fewer tokens than parameters (D/N < `MIN_TOKENS_PER_PARAM`, badly undertrained:
+the law's form does not describe them, scaling/isoflop/lack_of_fit.py) are offered only when
+no other cell of the pool fits in the FLOPs left.
 
 The noise of a log-loss observation is the fit's residual scale: 1.4826 · the median absolute
 log residual, corrected for the 5 parameters fitted (· sqrt(n / (n − 5))), floored at
@@ -27,13 +36,14 @@ from chinchax.errors import UserError
 from chinchax.scaling.numerics import fmt, intervals, optimum
 from chinchax.scaling.parametric import fit as parametric
 from chinchax.scaling.runs.table import Runs
-from chinchax.scaling.select import answer, first, gain
+from chinchax.scaling.select import answer, first, gain, spread
 from chinchax.scaling.select import pool as pool_lib
 
 MIN_RUNS = 8  # fewer runs: a first design, not a fit (5 parameters and their bootstrap)
 NOISE_FLOOR = 1e-3
 RESAMPLES = 200
 LEVEL = 0.9
+MIN_TOKENS_PER_PARAM = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +118,9 @@ def choose(runs: Runs | None, pool: pool_lib.Pool, k: int, *, flops_left: float 
   free = ~pool_lib.made(pool, N_run, D_run)
   if tried is not None:
     free &= ~np.asarray(tried, bool)
+  sensible = free & (pool.D >= MIN_TOKENS_PER_PARAM * pool.N)
+  if (sensible & (pool.cost <= (math.inf if flops_left is None else flops_left))).any():
+    free = sensible
   said = answer.name(target, C_t)
   expected = {"target": target, "answer": said, "C_target": C_t, "level": level,
               "width_goal": width, "runs": int(len(N_run)),
@@ -152,11 +165,26 @@ def choose(runs: Runs | None, pool: pool_lib.Pool, k: int, *, flops_left: float 
     expected.update(N_star=math.exp(estimate), N_star_interval=[math.exp(lo), math.exp(hi)])
   head = (f"{said} = {fmt.num(estimate)} {fmt.interval([lo, hi])} ({fmt.percent(level)}; "
           f"width {fmt.num(now)}, goal {fmt.num(width)})")
-  if now <= width:
+  poor = spread.problems(fit.warnings, q, lo, hi, level, target)
+  expected["phase"] = "spread" if poor else "gain"
+  if now <= width and not poor:
     return Decision((), True, f"stop: {head}: narrow enough", expected)
   if not (free & (pool.cost <= left)).any():
     return Decision((), True, f"stop: {head}; no cell of the pool that is not run yet fits "
                     f"in {fmt.num(left)} FLOPs", expected)
+
+  if poor:
+    expected["poorly_determined"] = poor
+    central = draws[ok & (q >= np.quantile(q[ok], 0.01)) & (q <= np.quantile(q[ok], 0.99))]
+    picks = spread.design(np.median(central, axis=0), N_run, D_run, pool.N, pool.D, pool.cost,
+                          k, left, free)
+    cells = tuple(Chosen(float(pool.N[j]), float(pool.D[j]), float(budgets[j]),
+                         float(pool.cost[j]), "the fit is poorly determined: the most "
+                         "information on the law's five parameters per FLOP (D-optimal at the "
+                         "draws' median), after the cells above") for j in picks)
+    expected.update(width_after=None, flops=float(sum(c.cost for c in cells)))
+    return Decision(cells, False, f"{head}; poorly determined ({'; '.join(poor)}): these "
+                    f"{len(cells)} cells spread the design (no width promised)", expected)
 
   with np.errstate(all="ignore"):
     f = np.log(optimum.loss(pool.N, pool.D, draws))
