@@ -6,15 +6,22 @@
 
 The answer is log N*(C) at --target-flops (default 10x the pool's largest budget), or the
 exponent a of N* ∝ C^a with --target=a. How a cell is judged: Approach 3's law is fitted to
-the runs with 200 bootstrap refits (seed 0); over those draws the answer and every candidate's
-log-loss are taken as jointly Gaussian, and a cell's expected narrowing is the variance of the
-answer its observed loss would remove (Cov(answer, log L_cell)^2 / (Var(log L_cell) +
-noise^2), the noise from the fit's residuals), divided by its cost 6ND (the pool's C column
-where it gives one). K cells are chosen greedily, each conditioned on those before, within
---flops-left. With fewer than 8 runs the cells are a space-filling first design over the
-cheaper half of the pool's budgets (log C and each size's place among its budget's sizes).
-Stop when the answer's 90% interval is at most --width wide (default 0.25 for log N*, a factor
-1.28; 0.05 for a) or no cell not yet run fits in the FLOPs left. POOL.csv has columns N and D
+the runs with 200 bootstrap refits (seed 0). While that fit is poorly determined (it warns: E
+at 0, A or B run off, a term not identified; or the answer's 90% interval is wider than 0.3
+for a, 1.0 for log N*; or the draws are far from Gaussian: their interval over 1.5x wider or
+narrower than a normal's with their robust sd) the cells are a D-optimal design per FLOP for
+the law's five parameters at the draws' median, and no width is promised. Once it is well
+determined, the answer and every candidate's log-loss are taken as jointly Gaussian over the
+draws, and a cell's expected narrowing is the variance of the answer its observed loss would
+remove (Cov(answer, log L_cell)^2 / (Var(log L_cell) + noise^2), the noise from the fit's
+residuals), divided by its cost 6ND (the pool's C column where it gives one). K cells are
+chosen greedily, each conditioned on those before, within --flops-left; cells with D/N < 1
+only when no other fits. With fewer than 8 runs the cells are a space-filling first design
+over the cheaper half of the pool's budgets (log C and each size's place among its budget's
+sizes). Stop when the answer's 90% interval is at most --width wide (default 0.25 for log N*,
+a factor 1.28; 0.05 for a) and the fit is well determined, or no cell not yet run fits in the
+FLOPs left. An adaptive sweep's workdir offers its config's whole grid (adaptive_pool.csv),
+not only the budgets chosen so far. POOL.csv has columns N and D
 (or C) and optionally budget; RUNS are what `chinchax fit` reads. --json prints {"next": [...],
 "stop": ..., "why": ..., "expected": {...}}; the text, one line per cell saying why."""
 
@@ -33,6 +40,7 @@ from chinchax.scaling import api
 from chinchax.scaling.select import answer, decide
 from chinchax.scaling.select import pool as pool_lib
 from chinchax.sweeps import spec
+from chinchax.sweeps.adaptive import rounds
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,8 +75,13 @@ def _pool(args) -> pool_lib.Pool:
 
 
 def _grid_pool(workdir: str) -> pool_lib.Pool:
-  """The pool of the sweep config a workdir recorded (WORKDIR/sweep.json): its grid's
-  budgets at every size of its shape family (sweeps/spec.py `pool_cells`)."""
+  """The pool of the sweep config a workdir recorded: an adaptive study's whole grid
+  (WORKDIR/adaptive_pool.csv; its sweep.json holds only the budgets chosen so far), else the
+  grid of WORKDIR/sweep.json, its budgets at every size of its shape family (sweeps/spec.py
+  `pool_cells`)."""
+  written = os.path.join(workdir, rounds.POOL)
+  if atomic.isdir(workdir) and atomic.exists(written):
+    return pool_lib.read_pool(written)
   path = os.path.join(workdir, "sweep.json")
   text = atomic.read_text(path) if atomic.isdir(workdir) else None
   if text is None:

@@ -14,7 +14,11 @@ achieved) and the width expected after it, and the FLOPs spent. A rerun after a 
 the recorded decisions (the same cells, trained where not done) before deciding anew, so a
 resumed round makes the same decision; a decision's fit is seeded, so one made again from the
 same runs is the same too. report.md ends with the rounds' table: the answer's interval
-against FLOPs spent."""
+against FLOPs spent.
+
+The pool itself, every cell of the config's grid (not only the budgets chosen so far, which are
+all a round's sweep.json holds), is WORKDIR/adaptive_pool.csv (`POOL`: columns N, D, C,
+budget), written at each start: `chinchax next WORKDIR` reads it, and so can `--candidates`."""
 
 import json
 import os
@@ -30,6 +34,7 @@ from chinchax.scaling.select import decide
 from chinchax.scaling.select import pool as pool_lib
 
 ROUNDS = "adaptive.jsonl"
+POOL = "adaptive_pool.csv"
 
 
 def active(config: ml_collections.ConfigDict) -> bool:
@@ -41,6 +46,13 @@ def pool_of(cells) -> pool_lib.Pool:
       [c.N for c in cells], [c.D for c in cells], budget=[c.budget for c in cells],
       cost=[c.flops_6ND if c.flops == "6ND" else c.flops_chinchilla for c in cells],
       source="the adaptive pool")
+
+
+def write_pool(workdir: str, pool: pool_lib.Pool) -> None:
+  rows = zip(pool.N, pool.D, pool.cost, pool_lib.budgets_of(pool))
+  atomic.makedirs(workdir)
+  atomic.write_text(os.path.join(workdir, POOL), "N,D,C,budget\n" + "".join(
+      f"{float(n)!r},{float(d)!r},{float(c)!r},{float(b)!r}\n" for n, d, c, b in rows))
 
 
 def round_config(config: ml_collections.ConfigDict, cells) -> ml_collections.ConfigDict:
@@ -76,6 +88,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, pool_cells, train_round
   round's grid (its Result). Returns the last round's Result (None: nothing was trained)."""
   a = config.adaptive
   pool = pool_of(pool_cells)
+  write_pool(workdir, pool)
   path = os.path.join(workdir, ROUNDS)
   rounds = recorded(workdir)
   chosen: list[tuple[float, float]] = []

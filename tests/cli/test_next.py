@@ -114,3 +114,19 @@ def test_bad_input_is_one_line_and_exit_2(files, tmp_path, argv, message):
   argv = [a.format(pool=pool, d=tmp_path) for a in argv]
   rc, out, err = run_cli(["next", *argv])
   assert rc == 2 and out == "" and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_an_adaptive_workdir_pool_is_the_whole_grid_not_the_budgets_chosen(tmp_path):
+  """An adaptive round's sweep.json holds only the budgets chosen so far; the pool is the
+  config's whole grid (adaptive_pool.csv), so a budget no round chose yet is offered."""
+  config = smoke.get_config()
+  config.budgets, config.sizes = (smoke.BUDGETS[0],), (tuple(smoke.SIZES[0]),)
+  (tmp_path / "sweep.json").write_text(config.to_json_best_effort())
+  N = np.array([float(n) for n in smoke.LADDER for _ in smoke.BUDGETS])
+  C = np.array([float(b) for _ in smoke.LADDER for b in smoke.BUDGETS])
+  (tmp_path / "adaptive_pool.csv").write_text("N,D,C,budget\n" + "".join(
+      f"{n},{c / (6 * n)},{c},{c}\n" for n, c in zip(N.tolist(), C.tolist())))
+  rc, out, _ = run_cli(["next", str(tmp_path), "--k=40", "--json"])
+  doc = json.loads(out)
+  assert rc == 0 and doc["expected"]["cells_left"] == int(np.sum(C >= 6 * N**2))  # D/N >= 1
+  assert {c["budget"] for c in doc["next"]} - {smoke.BUDGETS[0]}, doc["next"]

@@ -26,6 +26,12 @@ def test_rounds_are_recorded_kept_within_max_flops_and_replayed(tmp_path, monkey
   assert spent <= 4e13 * 1.0001
   # The grid of 3 budgets x 5 sizes is the pool's sizes at every budget: 15 sizes x 3 budgets.
   assert len(runs) < 45
+  # The whole pool is kept beside the rounds (`chinchax next WORKDIR` reads it): every budget
+  # of the config, every cell trained among its rows, and more cells than were trained.
+  pool = [[float(x) for x in l.split(",")]
+          for l in (wd / "adaptive_pool.csv").read_text().splitlines()[1:]]
+  assert {b for *_, b in pool} == {1e12, 3e12, 1e13} and len(pool) > len(runs)
+  assert {(r["N_total"], r["budget"]) for r in runs} <= {(n, b) for n, _, _, b in pool}
   report = (wd / "report.md").read_text()
   assert "## Adaptive rounds" in report and report.count("\n| ") >= len(rounds) + 1
   before = (wd / "adaptive.jsonl").read_text()
