@@ -10,8 +10,9 @@ the command's, so chinchax's own lines and Python's tracebacks stay where they w
 abort() raises SIGABRT in the thread that failed, and the process is gone before a Python
 signal handler could run (those run in the main thread, between bytecodes); a handler given
 to libc through ctypes runs in that thread. It reads the log's end: jax's report of a
-coordination service it can no longer reach is one line and exit_codes.COORDINATOR (76);
-any other abort is one line naming the log, and the abort goes on (134). jax's own callback
+coordination service it can no longer reach is one line and exit_codes.COORDINATOR (76),
+its report of processes whose heartbeats stopped one line and exit_codes.LOST (75); any other
+abort is one line naming the log, and the abort goes on (134). jax's own callback
 for that failure cannot be used instead: jaxlib cannot hand its status to Python
 (std::bad_cast inside the callback, which aborts too).
 
@@ -24,6 +25,7 @@ import atexit
 import ctypes
 import logging
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -31,9 +33,15 @@ import tempfile
 from chinchax import exit_codes
 
 ROUTINE = ("[Gloo] Rank ",)
-# jax's client, when the coordination service stops answering (its fatal line's status).
+# jax's fatal line's status when the coordination service is gone (closed: killed) or stops
+# answering this process's heartbeats (frozen, its host unreachable).
 COORDINATOR_GONE = ("Failed to send RPC to coordination service",
-                    "leader task was preempted/died")
+                    "leader task was preempted/died",
+                    "DEADLINE_EXCEEDED: Deadline Exceeded\n\nRPC: /xla.coordination."
+                    "CoordinationService/Heartbeat")
+# The coordination service's word for processes whose heartbeats stopped (its next line names
+# them), which process 0 hands to every process still there.
+UNHEALTHY = re.compile(r"tasks are unhealthy \(stopped sending heartbeats\):\s*\n([^\n]*)")
 TAIL_BYTES = 16384
 
 _state = {"path": None, "where": "", "status": None}
@@ -130,6 +138,14 @@ def _take_abort() -> None:
             f"can no longer reach it; this process stops too (exit status {status}). Rerun "
             f"the job (every process) to resume from the last checkpoint{kept()}",
             file=sys.stderr, flush=True)
+      os._exit(status)
+    lost = UNHEALTHY.search(tail)
+    if lost:
+      status = exit_codes.LOST
+      print(f"chinchax: error: {where}: lost process {lost.group(1).strip()} of the job: jax's "
+            f"coordination service saw its heartbeats stop; this process stops too (exit "
+            f"status {status}). Rerun the job (every process) to resume from the last "
+            f"checkpoint{kept()}", file=sys.stderr, flush=True)
       os._exit(status)
     print(f"chinchax: error: {where}: jax's runtime aborted this process (exit status "
           f"{exit_codes.ABORT}). Rerun the job (every process) to resume from the last "

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import tempfile
 
 import pytest
 
@@ -167,13 +168,16 @@ def test_a_frozen_coordinator_ends_every_process_by_the_watchdog_and_the_rerun_r
     shared, reference, tmp_path):
   wd = tmp_path / "w"
   args = train_args(shared, wd)
-  with mp.Job(args, tmp=tmp_path / "a", deadline_s=150,
+  # The watchdog's deadline is 10 x the slowest step, the compile's at first: over 100 s on a
+  # loaded host, past jax's own heartbeat timeout (3 x CHINCHAX_HEARTBEAT_S), which would
+  # find the frozen coordinator first (exit 76); a long heartbeat leaves it to the watchdog.
+  with mp.Job(args, tmp=tmp_path / "a", deadline_s=240,
               base_env={**env(shared, pause_from=10, pause_s=0.3),
-                        "CHINCHAX_WATCHDOG_S": "8"}) as job:
+                        "CHINCHAX_WATCHDOG_S": "8", "CHINCHAX_HEARTBEAT_S": "60"}) as job:
     committed = wd / "checkpoints" / "8" / "_CHECKPOINT_METADATA"
     job.wait_for(lambda: job.saw("step 11/") and os.path.exists(committed), timeout=120)
     t = job.signal(signal.SIGSTOP, ranks=[0])  # process 0 frozen mid-step: a paused VM
-    job.wait_for(lambda: 1 in job.ended, timeout=90)
+    job.wait_for(lambda: 1 in job.ended, timeout=170)
     job.signal(signal.SIGCONT, ranks=[0])  # thawed, it finds its deadline long past
     results = job.wait(timeout=30)
   lines = [r.err.strip().splitlines() for r in results]
@@ -187,6 +191,10 @@ def test_a_frozen_coordinator_ends_every_process_by_the_watchdog_and_the_rerun_r
   # Process 0, thawed, ends at once: by its watchdog, or on learning process 1's end first.
   assert results[0].rc in (75, 77), job.report()
   assert results[0].wall_s - results[1].wall_s < 30, job.report()
+  # Each process's native log (gloo's lines, XLA's): removed, or kept and named in its line.
+  for r, q in zip(results, job.procs):
+    log = os.path.join(tempfile.gettempdir(), f"chinchax-native-{r.rank}-{q.pid}.log")
+    assert os.path.exists(log) == (log in r.err), (log, r.err)
   with mp.Job(args, tmp=tmp_path / "b", base_env=env(shared), deadline_s=150) as job:
     results = job.wait()
   assert [r.rc for r in results] == [0, 0], job.report()

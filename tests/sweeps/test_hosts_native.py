@@ -1,0 +1,59 @@
+"""sweeps/hosts/native.py in a process of its own: native writes land in its log, and jax's
+fatal errors (the lines below are jax 0.10's own, from real runs) end it with one line and
+chinchax's exit status instead of an abort's stack trace."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import train_util as tu
+
+pytestmark = pytest.mark.slow
+
+KILLED = """E1126 23:15:06.706798   18565 coordination_service_agent.cc:289] Polled an error from coordination service (this can be an error from this or another task).
+F1126 23:15:06.706959   18565 client.h:80] Terminating process because the JAX distributed service detected fatal errors. This most likely indicates that another task died; see the other task logs for more details. Disable Python buffering, i.e. `python -u`, to be sure to see all the previous output. absl::Status: UNAVAILABLE: Failed to send RPC to coordination service. Either the leader task was preempted/died/restarted unexpectedly or this task is experiencing network issues. Check earlier logs from 1) this task, 2) the leader (usually slice 0 task 0), and 3) cluster scheduler to debug further.
+*** Check failure stack trace: ***
+"""
+FROZEN = """F1126 23:41:28.557095    5413 client.h:80] Terminating process because the JAX distributed service detected fatal errors. This most likely indicates that another task died; see the other task logs for more details. Disable Python buffering, i.e. `python -u`, to be sure to see all the previous output. absl::Status: DEADLINE_EXCEEDED: Deadline Exceeded
+
+RPC: /xla.coordination.CoordinationService/Heartbeat
+*** Check failure stack trace: ***
+"""
+UNHEALTHY = """F1126 23:41:29.173549    5411 client.h:80] Terminating process because the JAX distributed service detected fatal errors. This most likely indicates that another task died; see the other task logs for more details. Disable Python buffering, i.e. `python -u`, to be sure to see all the previous output. absl::Status: UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):
+1
+The tasks have crashed. Check the task logs for an earlier error, or scheduler events (e.g. preemption, eviction) to debug further.
+*** Check failure stack trace: ***
+"""
+OTHER = "F1126 00:00:00.000000 1 rendezvous.cc:1] Termination timeout for all reduce\n"
+
+CHILD = """
+import ctypes, os, sys
+from chinchax.sweeps.hosts import native
+path = native.aside(1, 2)
+print(path, flush=True)
+os.write(1, b"[Gloo] Rank 1 is connected to 1 peer ranks\\n")
+os.write(2, sys.argv[1].encode())
+ctypes.CDLL(None).abort()
+"""
+
+
+@pytest.mark.parametrize("fatal, status, says", [
+    (KILLED, 76, "lost the job's coordinator (process 0)"),
+    (FROZEN, 76, "lost the job's coordinator (process 0)"),
+    (UNHEALTHY, 75, "lost process 1 of the job"),
+    (OTHER, -6, "jax's runtime aborted this process (exit status 134)"),
+])
+def test_jax_fatal_errors_are_one_line_and_chinchax_exit_status(tmp_path, fatal, status, says):
+  env = {**os.environ, "PYTHONPATH": tu.ROOT, "TMPDIR": str(tmp_path)}
+  r = subprocess.run([sys.executable, "-c", CHILD, fatal], env=env, capture_output=True,
+                     text=True, timeout=60)
+  assert r.returncode == status, (r.returncode, r.stderr)
+  lines = r.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith(f"chinchax: error: process 1 of 2: {says}"), \
+      r.stderr
+  path = r.stdout.strip()  # stdout holds chinchax's line, not gloo's
+  assert lines[0].endswith(f"is in {path}")  # kept, named, and it holds jax's own report
+  with open(path) as f:
+    assert f.read() == "[Gloo] Rank 1 is connected to 1 peer ranks\n" + fatal
