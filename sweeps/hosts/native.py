@@ -32,7 +32,10 @@ import tempfile
 
 from chinchax import exit_codes
 
-ROUTINE = ("[Gloo] Rank ",)
+# gloo's connection line, once per collective group; threads that connect at once interleave
+# theirs ("[Gloo] Rank [Gloo] Rank 3 is connected to ...", then "2 is connected to ...").
+ROUTINE = re.compile(r"\[Gloo\] Rank |\d+ is connected to \d+ peer ranks\. Expected number "
+                     r"of connected peer ranks is : \d+")
 # jax's fatal line's status when the coordination service is gone (closed: killed) or stops
 # answering this process's heartbeats (frozen, its host unreachable).
 COORDINATOR_GONE = ("Failed to send RPC to coordination service",
@@ -98,7 +101,7 @@ def kept() -> str:
   _state["path"] = None
   try:
     with open(path, errors="replace") as f:
-      routine = all(line.startswith(ROUTINE) for line in f)
+      routine = not ROUTINE.sub("", f.read()).strip()
     if routine or _state["status"] in (exit_codes.DONE, exit_codes.USER):
       os.remove(path)
       return ""
@@ -110,7 +113,7 @@ def kept() -> str:
 def _at_exit() -> None:
   said = kept()
   if said:  # the command failed, and no line of chinchax's names the log
-    print(f"chinchax: {_state['where']}{said[1:]}", file=sys.stderr, flush=True)
+    print(f"chinchax: {_state['where']}: {said[2:]}", file=sys.stderr, flush=True)
 
 
 def _tail(path: str) -> str:

@@ -28,12 +28,13 @@ The tasks have crashed. Check the task logs for an earlier error, or scheduler e
 """
 OTHER = "F1126 00:00:00.000000 1 rendezvous.cc:1] Termination timeout for all reduce\n"
 
+GLOO = "[Gloo] Rank 1 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1\n"
 CHILD = """
 import ctypes, os, sys
 from chinchax.sweeps.hosts import native
 path = native.aside(1, 2)
 print(path, flush=True)
-os.write(1, b"[Gloo] Rank 1 is connected to 1 peer ranks\\n")
+os.write(1, sys.argv[2].encode())
 os.write(2, sys.argv[1].encode())
 ctypes.CDLL(None).abort()
 """
@@ -47,7 +48,7 @@ ctypes.CDLL(None).abort()
 ])
 def test_jax_fatal_errors_are_one_line_and_chinchax_exit_status(tmp_path, fatal, status, says):
   env = {**os.environ, "PYTHONPATH": tu.ROOT, "TMPDIR": str(tmp_path)}
-  r = subprocess.run([sys.executable, "-c", CHILD, fatal], env=env, capture_output=True,
+  r = subprocess.run([sys.executable, "-c", CHILD, fatal, GLOO], env=env, capture_output=True,
                      text=True, timeout=60)
   assert r.returncode == status, (r.returncode, r.stderr)
   lines = r.stderr.strip().splitlines()
@@ -56,4 +57,38 @@ def test_jax_fatal_errors_are_one_line_and_chinchax_exit_status(tmp_path, fatal,
   path = r.stdout.strip()  # stdout holds chinchax's line, not gloo's
   assert lines[0].endswith(f"is in {path}")  # kept, named, and it holds jax's own report
   with open(path) as f:
-    assert f.read() == "[Gloo] Rank 1 is connected to 1 peer ranks\n" + fatal
+    assert f.read() == GLOO + fatal
+
+
+ENDING = """
+import os, sys
+from chinchax.sweeps.hosts import native
+print(native.aside(0, 2), flush=True)
+os.write(1, sys.argv[1].encode())
+native.ending(int(sys.argv[2]))
+"""
+# Two threads connecting at once interleave gloo's lines.
+INTERLEAVED = ("[Gloo] Rank [Gloo] Rank 3 is connected to 3 peer ranks. Expected number of "
+               "connected peer ranks is : 3\n2 is connected to 3 peer ranks. Expected number of "
+               "connected peer ranks is : 3\n")
+WARNING = "W1126 00:00:00.000000 1 cpu_client.cc:1] an XLA warning\n"
+
+
+@pytest.mark.parametrize("native_lines, status, kept", [
+    (GLOO + INTERLEAVED, 1, False),  # gloo's lines alone: nothing worth keeping
+    (GLOO + WARNING, 0, False),      # the command succeeded
+    (GLOO + WARNING, 1, True),       # it failed: kept, and a line names it
+])
+def test_a_native_log_is_removed_at_the_end_unless_a_failed_command_may_need_it(
+    tmp_path, native_lines, status, kept):
+  env = {**os.environ, "PYTHONPATH": tu.ROOT, "TMPDIR": str(tmp_path)}
+  r = subprocess.run([sys.executable, "-c", ENDING, native_lines, str(status)], env=env,
+                     capture_output=True, text=True, timeout=60)
+  assert r.returncode == 0, r.stderr
+  path = r.stdout.strip()
+  assert os.path.exists(path) == kept
+  if kept:
+    assert r.stderr == (f"chinchax: process 0 of 2: what native libraries printed (XLA, gloo) "
+                        f"is in {path}\n")
+  else:
+    assert r.stderr == ""
