@@ -5,6 +5,7 @@ adaptive.jsonl and report.md, within adaptive.max_flops, and a rerun that replay
 import json
 
 from chinchax import cli
+from chinchax.sweeps.adaptive import rounds
 from chinchax.sweeps.train import loop
 from tests.helpers.sweep_helper import synthetic_argv, synthetic_train
 
@@ -39,3 +40,15 @@ def test_rounds_are_recorded_kept_within_max_flops_and_replayed(tmp_path, monkey
   assert cli.run(["sweep", *synthetic_argv(wd), *ADAPTIVE]) == 0
   assert (wd / "adaptive.jsonl").read_text() == before  # the same decisions, none new
   assert "adaptive round 0: first design" in capsys.readouterr().out
+
+
+def test_the_rounds_table_promises_no_width_while_poorly_determined():
+  base = {"cells": [[1e5, 1e12]] * 4, "stop": False, "flops_spent": 1e12, "answer": "a"}
+  text = rounds.table([
+      {**base, "round": 1, "interval": [0.2, 0.8], "width": 0.6, "width_after": None,
+       "phase": "spread"},
+      {**base, "round": 2, "interval": [0.4, 0.5], "width": 0.1, "width_after": 0.08,
+       "phase": "gain"}])
+  row = {l.split("|")[1].strip(): l for l in text.splitlines() if l.startswith("| ")}
+  assert row["1"].endswith("| none promised: poorly determined, the cells spread the design |")
+  assert row["2"] == "| 2 | 1e12 | [0.4, 0.5] | 0.1 | 4 | 0.08 |", row["2"]
