@@ -40,3 +40,14 @@ def holding(pair: list[float], estimate) -> list[float]:
   if estimate is None or not np.isfinite(estimate):
     return pair
   return [min(pair[0], float(estimate)), max(pair[1], float(estimate))]
+
+
+def with_reflection(values_S, estimate: float, level: float) -> list[float]:
+  """The percentile interval joined with the basic one (the percentile interval reflected
+  about the estimate: [2·est - hi, 2·est - lo]). The percentile interval is right when the
+  estimator's bias and skew are the draws' own; the basic one when they are mirrored, as
+  where the estimate sits against a bound or on a ridge of the fit (the draws then lean
+  away from the truth as the estimate does). When the fit cannot tell which, the union holds
+  either."""
+  lo, hi = interval(values_S, level)
+  return [min(lo, 2 * estimate - hi), max(hi, 2 * estimate - lo)]

@@ -44,3 +44,12 @@ def test_a_level_outside_zero_one_is_refused_naming_the_flag(level):
 def test_a_level_inside_is_returned_as_a_float():
   assert intervals.check_level(np.float32(0.5), "ci") == 0.5
   assert type(intervals.check_level(1 / 3, "ci")) is float
+
+
+def test_the_reflected_interval_by_hand():
+  """Eleven draws 0..10: the 80% percentile interval is [1, 9] (numpy's linear quantiles at
+  0.1 and 0.9); about an estimate of 7 its reflection is [14 - 9, 14 - 1] = [5, 13], and the
+  union is [1, 13]. About the draws' own centre 5 the reflection is the interval itself."""
+  draws = np.arange(11.0)
+  assert intervals.with_reflection(draws, 7.0, 0.8) == pytest.approx([1.0, 13.0])
+  assert intervals.with_reflection(draws, 5.0, 0.8) == pytest.approx([1.0, 9.0])
