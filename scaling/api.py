@@ -183,7 +183,7 @@ PAST_TOP = (1.0, 10.0)
 def _parameters(entry: dict) -> list[str]:
   ci = entry.get("ci") or {}
   cells = []
-  for name in ("E", "A", "B", "alpha", "beta"):
+  for name in ("E", "A", "B", "alpha", "beta", "gamma")[:6 if "gamma" in entry else 5]:
     band = f" {fmt.interval(ci[name])}" if ci.get(name) else ""
     cells.append(f"{name} = {fmt.num(entry[name], 4)}{band}")
   return ["  " + ", ".join(cells[:3]), "  " + ", ".join(cells[3:])]
@@ -224,7 +224,8 @@ def summary(law: ScalingLaw, n_runs: int) -> str:
     unknown = caveats.unidentified(e3)
     if unknown and not e3.get("problems"):
       state = f"a and b well determined; unidentified: {', '.join(unknown)}"
-    lines += [f"Approach 3's law L = E + A/N^alpha + B/D^beta ({state}); Huber objective "
+    form = "E + (A/N^alpha + B/D^beta)^gamma" if "gamma" in e3 else "E + A/N^alpha + B/D^beta"
+    lines += [f"Approach 3's law L = {form} ({state}); Huber objective "
               f"{fmt.num(e3['objective'], 4)}, {e3['starts_at_best']}/{e3['starts']} starts "
               "reached it:"] + _parameters(e3)
   if law.fitted_range:

@@ -204,9 +204,7 @@ def headline(doc: Mapping[str, Any]) -> list[str]:
     lines.append(f"Approach 3's parametric law is poorly determined ({'; '.join(problems)}), "
                  f"{tail}.")
   if parametric and not problems:
-    lines.append(f"law (Approach {law['approach']}): L(N, D) = {fmt.num(law['E'], 4)} + "
-                 f"{fmt.num(law['A'], 4)}/N^{law['alpha']:.3f} + "
-                 f"{fmt.num(law['B'], 4)}/D^{law['beta']:.3f}")
+    lines.append(f"law (Approach {law['approach']}): L(N, D) = {fmt.loss_law(law)}")
   elif not parametric:
     lines.append(f"law (Approach {law['approach']}): N* = {fmt.num(math.exp(law['log_kN']))}"
                  f"·C^{law['a']:.3f}, D* = {fmt.num(math.exp(law['log_kD']))}·C^{law['b']:.3f}"

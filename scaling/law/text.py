@@ -11,10 +11,7 @@ from chinchax.scaling.law import schema as law_schema
 def _formula(law) -> str:
   v = law.doc["law"]
   if law.predicts_loss:
-    inner = f"{fmt.num(v['A'], 4)}/N^{v['alpha']:.3f} + {fmt.num(v['B'], 4)}/D^{v['beta']:.3f}"
-    if "gamma" in v:
-      inner = f"({inner})^{v['gamma']:.3f}"
-    return f"L(N, D) = {fmt.num(v['E'], 4)} + {inner}"
+    return f"L(N, D) = {fmt.loss_law(v)}"
   return (f"N* = {fmt.num(math.exp(v['log_kN']))}·C^{v['a']:.3f}, "
           f"D* = {fmt.num(math.exp(v['log_kD']))}·C^{v['b']:.3f}")
 

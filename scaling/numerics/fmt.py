@@ -56,3 +56,13 @@ def factor(x: float | None) -> str:
 def percent(level: float) -> str:
   """A confidence level: 0.9 → `90%`, 0.995 → `99.5%`."""
   return f"{100 * level:.4g}%"
+
+
+def loss_law(law, exponent: str = ".3f") -> str:
+  """The right-hand side of L(N, D) from a dict with E, A, B, alpha, beta (and gamma, the
+  nesting form's outer power): "E + A/N^alpha + B/D^beta" or "E + (...)^gamma", in numbers."""
+  inner = (f"{num(law['A'], 4)}/N^{law['alpha']:{exponent}} + "
+           f"{num(law['B'], 4)}/D^{law['beta']:{exponent}}")
+  if law.get("gamma") is not None:
+    inner = f"({inner})^{law['gamma']:{exponent}}"
+  return f"{num(law['E'], 4)} + {inner}"

@@ -34,9 +34,7 @@ def _band(interval, key: str, digits: int = 3) -> str:
 def _law_lines(law: dict[str, Any]) -> list[str]:
   conv = law["conventions"]
   if law["form"].startswith("E + "):
-    inner = f"{fmt.num(law['A'], 4)}/N^{law['alpha']:.4g} + {fmt.num(law['B'], 4)}/D^{law['beta']:.4g}"
-    what = f"L = {fmt.num(law['E'], 4)} + " + (
-        f"({inner})^{law['gamma']:.4g}" if "gamma" in law else inner)
+    what = f"L = {fmt.loss_law(law, '.4g')}"
   else:
     what = f"allocation law of Approach {law['approach']} (predicts no loss)"
   return [f"law: {law['source'] or law.get('reference') or '-'}   {what}",

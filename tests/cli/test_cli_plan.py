@@ -123,3 +123,24 @@ def test_extrapolated_plan_prints_the_factors_and_an_in_range_one_does_not(capsy
                                                                           "C": 1}
   lo, hi = plan["given"]["loss_interval"]
   assert lo < plan["given"]["loss"] < hi
+
+
+def test_a_nesting_form_law_plans_its_own_loss(capsys, tmp_path):
+  """law.json of E + (A/N^alpha + B/D^beta)^gamma, draws with six columns: the plan prints the
+  form, and its loss at (N, D) is that sum by hand; the allocation is the inner sum's."""
+  E, A, B, alpha, beta, gamma = 0.3, 1.5e10, 4.2e12, 0.79, 0.98, 0.106
+  rng = np.random.default_rng(0)
+  theta = np.array([E, A, B, alpha, beta, gamma])
+  doc = law_lib.build_law(E=E, A=A, B=B, alpha=alpha, beta=beta, gamma=gamma,
+                          samples=theta * (1 + 0.01 * rng.standard_normal((40, 6))),
+                          N=[5e7, 3e9], D=[5e7, 1.2e11], inputs=["runs.csv"])
+  path = tmp_path / "law.json"
+  law_lib.save_law(path, doc)
+  rc, out, err = run(capsys, f"--law={path}", "--params=3e10", "--tokens=6e11")
+  assert rc == 0 and err == ""
+  assert "L = 0.3 + (1.5e10/N^0.79 + 4.2e12/D^0.98)^0.106" in out
+  loss = E + (A / 3e10**alpha + B / 6e11**beta)**gamma
+  assert f"loss                      {loss:.4f}" in out
+  C = 6 * 3e10 * 6e11
+  G = (alpha * A / (beta * B))**(1 / (alpha + beta))
+  assert f"{fmt.num(G * (C / 6)**(beta / (alpha + beta)))} (" in out
