@@ -91,7 +91,12 @@ def main():
   p.add_argument("--designs", default=",".join(DESIGNS))
   p.add_argument("--truths", default="chinchilla,kaplan,constant_lr")
   p.add_argument("--verbose", action="store_true", help="a line per draw as it ends")
+  p.add_argument("--seeds", default=None,
+                 help="only these draws (comma-separated seeds), e.g. to rerun the ones a "
+                      "change touches; --draws is then their count")
   a = p.parse_args()
+  if a.seeds:
+    a.draws = len(a.seeds.split(","))
   print(f"{a.draws} draws per row, {a.resamples} resamples, noise {a.noise:.1%} per run"
         f"{f' and {a.model_noise:.1%} per size' if a.model_noise else ''}")
   print(f"{'design':<12} {'truth':<12} {'a true':>7} {'held':>6} {'width':>7} "
@@ -104,7 +109,8 @@ def main():
       a_true = truths.a_true(A_OF.get(tname, loss), [C.min(), C.max()])
       held, widths, predicts, recommended, t0 = 0, [], 0, collections.Counter(), time.time()
       nested = bent = 0
-      for seed in range(a.draws):
+      seeds = [int(s) for s in a.seeds.split(",")] if a.seeds else range(a.draws)
+      for i, seed in enumerate(seeds):
         rng = np.random.default_rng(seed)
         sizes = np.unique(N, return_inverse=True)[1]
         offset = a.model_noise * rng.standard_normal(sizes.max() + 1)[sizes]
@@ -127,7 +133,7 @@ def main():
         bent += any(w.startswith("the checkpoints bend") for w in law.warnings)
         if a.verbose:
           print(f"  {dname} {tname} draw {seed}: Approach {k} [{lo:.3f}, {hi:.3f}] "
-                f"held {held}/{seed + 1}", flush=True)
+                f"held {held}/{i + 1}", flush=True)
       rec = ", ".join(f"{k}: {v}" for k, v in recommended.most_common())
       print(f"{dname:<12} {tname:<12} {a_true:7.4f} {held:>3}/{a.draws:<3} "
             f"{np.nanmedian(widths) if widths else np.nan:7.3f} {predicts:>4}/{a.draws:<3} "
