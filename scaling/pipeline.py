@@ -183,11 +183,17 @@ def _form(runs: Runs, o: Options, log, entry: dict, fit3, clusters):
   if not len(draws_Rx6):
     return None, None
   a_S = power.from_theta(draws_Rx6)[:, 0]
-  # On the nesting form the estimate leans against E >= 0 and the ridge of gamma against the
-  # exponents: its draws are skewed, so a's interval takes the reflected one too.
-  ci_form = intervals.with_reflection(a_S, ff.a, o.ci)
+  ci_form = intervals.holding(intervals.interval(a_S, o.ci), ff.a)
   law_ci = entry["ci"]["a"]
   adopt = ff.p_value < form_lib.P_REJECT
+  if adopt:
+    # Its interval is the answer's, not one side of a hull. The estimate leans against
+    # E >= 0 and along the ridge of gamma against the exponents, so the draws are skewed as
+    # it is biased (the reflected interval), and the refits from the full fit do not walk
+    # that ridge as far as the objective allows (the profile, `form_lib.profile_a`).
+    profile = form_lib.profile_a(runs.N, runs.D, runs.loss, ff, o.delta, o.ci)
+    reflected = intervals.with_reflection(a_S, ff.a, o.ci)
+    ci_form = [min(reflected[0], profile[0]), max(reflected[1], profile[1])]
   entry["form"] = {"form": form_lib.TEXT, "gamma": ff.gamma, "a": ff.a, "ci_a": ci_form,
                    "p_value": ff.p_value, "n_resamples": int(len(a_S)), "adopted": adopt}
   hull = [min(law_ci[0], ci_form[0]), max(law_ci[1], ci_form[1])]
@@ -224,7 +230,7 @@ def _adopt(entry: dict, ff, draws_Rx6: np.ndarray, o: Options) -> None:
              **dict(zip(power.NAMES, power.from_theta(draws_Rx6).T))}
   entry["ci"] = _interval_block(columns, (*opt.NESTED_NAMES, "a", "b"), o.ci, entry)
   # No `checks.shifted` here: the reflected interval holds its estimate by construction.
-  ci_a = intervals.with_reflection(columns["a"], entry["a"], o.ci)
+  ci_a = entry["form"]["ci_a"]  # the reflected and profile intervals' hull (`_form`)
   entry["ci"]["a"], entry["ci"]["b"] = ci_a, [1 - ci_a[1], 1 - ci_a[0]]
 
 

@@ -164,3 +164,66 @@ def bootstrap(N, D, loss, form: FormFit, delta: float, *, n_resamples: int, seed
     if r.status >= 0 and np.all(np.isfinite(r.x)):
       out.append(r.x)
   return natural(np.reshape(out, (-1, 6)))
+
+
+PROFILE_STEP = 0.004  # the profile's first step in a from the estimate; each next is 1.3x
+
+
+def _solve_at_a(a: float, theta0, lN, lD, lL, delta):
+  """The form's fit with a = beta/(alpha + beta) held (beta = alpha a/(1 - a)), from theta0;
+  returns (residuals, the fit's theta uncentred)."""
+  mN, mD = lN.mean(), lD.mean()
+  cN, cD = lN - mN, lD - mD
+  k = a / (1 - a)
+  full = lambda p: np.array([p[0], p[1], p[2], p[3], k * p[3], p[4]])
+  def jac(p):
+    J = _jacobian(full(p), cN, cD)
+    return np.stack([J[:, 0], J[:, 1], J[:, 2], J[:, 3] + k * J[:, 4], J[:, 5]], axis=1)
+  e_lo, e_hi = EXPONENT_BOUNDS
+  lo = [-np.inf, -np.inf, -30.0, max(e_lo, e_lo / k), GAMMA_MIN]
+  hi = [np.inf, np.inf, float(lL.min()), min(e_hi, e_hi / k), 1.0]
+  th = np.asarray(theta0, np.float64)
+  x0 = np.clip([th[0] - th[3] * mN, th[1] - k * th[3] * mD, th[2], th[3], th[5]],
+               np.add(lo, 1e-9), np.subtract(hi, 1e-9))
+  r = optimize.least_squares(lambda p: log_loss(full(p), cN, cD) - lL, x0, jac=jac,
+                             bounds=(lo, hi), loss="huber", f_scale=delta,
+                             max_nfev=REFIT_EVALUATIONS)
+  x = r.x
+  return r.fun, np.array([x[0] + x[3] * mN, x[1] + k * x[3] * mD, x[2], x[3], k * x[3], x[4]])
+
+
+def profile_a(N, D, loss, form: FormFit, delta: float, level: float) -> list[float]:
+  """a's interval from the form's fit profiled over a: the a whose best fit with a held is
+  not rejected against the free fit by the F test (on the bulk of the runs, as `fit_form`
+  judges the law) at `level`. It reads the ridge of gamma against the exponents and the
+  bound E >= 0 from the objective itself, which the bootstrap's refits, each started at the
+  full fit, explore only as far as the resamples push them."""
+  lN, lD, lL = np.log(N), np.log(D), np.log(loss)
+  r0 = log_loss(form.theta, lN, lD) - lL
+  keep = np.abs(r0) <= 5 * 1.4826 * np.median(np.abs(r0 - np.median(r0))) + 1e-12
+  n = int(keep.sum())
+  rss0 = float(np.sum(r0[keep]**2))
+  crit = float(stats.f.ppf(level, 1, max(n - 6, 1)))
+
+  def excess(a, theta0):
+    r, theta = _solve_at_a(a, theta0, lN, lD, lL, delta)
+    return (float(np.sum(r[keep]**2)) - rss0) / (rss0 / max(n - 6, 1)) - crit, theta
+
+  ends = []
+  for direction in (-1.0, 1.0):
+    a_in, theta_in, step, a_out = form.a, form.theta, PROFILE_STEP, None
+    while True:
+      a = a_in + direction * step
+      if not 0.01 < a < 0.99:
+        break
+      f, theta = excess(a, theta_in)
+      if f > 0:
+        a_out = a
+        break
+      a_in, theta_in, step = a, theta, step * 1.3
+    if a_out is None:
+      ends.append(a_in)
+      continue
+    lo, hi = sorted((a_in, a_out))
+    ends.append(float(optimize.brentq(lambda a: excess(a, theta_in)[0], lo, hi, xtol=1e-5)))
+  return [min(ends[0], form.a), max(ends[1], form.a)]
