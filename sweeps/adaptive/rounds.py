@@ -11,7 +11,9 @@ writes report.md; the config's grid keys change from round to round, which the s
 ("extending the study"). Each decision is a line of WORKDIR/adaptive.jsonl (`ROUNDS`): its
 cells, why, whether it stops, the answer's interval now (the width the previous round
 achieved) and the width expected after it (none while the fit is poorly determined: `phase`
-"spread", scaling/select/spread.py), and the FLOPs spent. A rerun after a kill replays
+"spread", scaling/select/spread.py), and the FLOPs spent: those of the chosen cells the
+sweep ran (a cell it refused before training, its D past the data's unique tokens, costs
+nothing and is not offered again). A rerun after a kill replays
 the recorded decisions (the same cells, trained where not done) before deciding anew, so a
 resumed round makes the same decision; a decision's fit is seeded, so one made again from the
 same runs is the same too. report.md ends with the rounds' table: the answer's interval
@@ -22,6 +24,7 @@ all a round's sweep.json holds), is WORKDIR/adaptive_pool.csv (`POOL`: columns N
 budget), written at each start: `chinchax next WORKDIR` reads it, and so can `--candidates`."""
 
 import json
+import math
 import os
 
 import ml_collections
@@ -30,6 +33,7 @@ import numpy as np
 from chinchax import atomic
 from chinchax.errors import UserError
 from chinchax.scaling.numerics import fmt
+from chinchax.scaling.runs import records
 from chinchax.scaling.runs import table as runs_lib
 from chinchax.scaling.select import decide
 from chinchax.scaling.select import pool as pool_lib
@@ -99,7 +103,7 @@ def run(config: ml_collections.ConfigDict, workdir: str, pool_cells, train_round
       r = rounds[i]
     else:
       runs = _runs(workdir)
-      spent = _spent(pool, chosen)
+      spent = _spent(pool, _trained(workdir, chosen))
       left = a.max_flops - spent if a.max_flops else None
       if left is not None and left <= 0:
         left = 1e-300
@@ -129,6 +133,18 @@ def run(config: ml_collections.ConfigDict, workdir: str, pool_cells, train_round
     result = train_round(round_config(config, chosen))
   _report(workdir, rounds)
   return result
+
+
+def _trained(workdir: str, chosen) -> list[tuple[float, float]]:
+  """The chosen cells a round's sweep ran (a line in runs.jsonl, done or failed): only they
+  cost FLOPs. A cell the sweep refused before training (its D past the data's unique tokens)
+  cost nothing; it stays chosen, so it is not offered again."""
+  path = os.path.join(workdir, "runs.jsonl")
+  ran = [(float(r["N_total"]), float(r["budget"])) for _, r in records.read_runs(path)
+         if r.get("N_total") and r.get("budget")] if atomic.exists(path) else []
+  return [(n, b) for n, b in chosen
+          if any(math.isclose(n, m, rel_tol=1e-6) and math.isclose(b, c, rel_tol=1e-6)
+                 for m, c in ran)]
 
 
 def _spent(pool: pool_lib.Pool, chosen) -> float:

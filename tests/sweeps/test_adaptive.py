@@ -52,3 +52,13 @@ def test_the_rounds_table_promises_no_width_while_poorly_determined():
   row = {l.split("|")[1].strip(): l for l in text.splitlines() if l.startswith("| ")}
   assert row["1"].endswith("| none promised: poorly determined, the cells spread the design |")
   assert row["2"] == "| 2 | 1e12 | [0.4, 0.5] | 0.1 | 4 | 0.08 |", row["2"]
+
+
+def test_a_chosen_cell_the_sweep_refused_costs_no_flops(tmp_path):
+  """Only cells with a line in runs.jsonl (done or failed) count as spent: the smoke's
+  C8e11-N1.01e4, past the data's unique tokens, was refused and had been counted."""
+  lines = [{"name": "C1e11-N1e4", "N_total": 10000, "budget": 1e11, "status": "done"},
+           {"name": "C2e11-N2e4", "N_total": 20000, "budget": 2e11, "status": "failed"}]
+  (tmp_path / "runs.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines))
+  chosen = [(10000.0, 1e11), (20000.0, 2e11), (10000.0, 8e11)]
+  assert rounds._trained(str(tmp_path), chosen) == chosen[:2]  # pylint: disable=protected-access
