@@ -206,7 +206,12 @@ def profile_a(N, D, loss, form: FormFit, delta: float, level: float) -> list[flo
   crit = float(stats.f.ppf(level, 1, max(n - 6, 1)))
 
   def excess(a, theta0):
-    r, theta = _solve_at_a(a, theta0, lN, lD, lL, delta)
+    # From the fit before and from either end of the ridge of E (at its bound, and at half
+    # the lowest loss): held at one a, the best fit can sit in either basin.
+    starts = [np.asarray(theta0, np.float64).copy() for _ in range(3)]
+    starts[1][2], starts[2][2] = -25.0, np.log(0.5) + lL.min()
+    r, theta = min((_solve_at_a(a, t, lN, lD, lL, delta) for t in starts),
+                   key=lambda rt: float(np.sum(rt[0][keep]**2)))
     return (float(np.sum(r[keep]**2)) - rss0) / (rss0 / max(n - 6, 1)) - crit, theta
 
   ends = []

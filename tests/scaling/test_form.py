@@ -141,3 +141,22 @@ def test_a_gamma_above_one_is_refused_in_one_line():
   from chinchax.scaling.law import build  # pylint: disable=g-import-not-at-top
   with pytest.raises(UserError, match=r"^law\.gamma: expected a value in \(0, 1\], got 1\.5$"):
     build.build_law(E=0.5, A=3e3, B=2e4, alpha=0.6, beta=0.7, gamma=1.5)
+
+
+def test_the_profile_of_a_holds_the_truth_and_widens_with_the_noise():
+  """form.profile_a on a Kaplan-form checkpoint suite: it holds the estimate, and, as an
+  F-test interval of a smooth fit, its width grows in proportion to the noise's scale (4x the
+  noise: about 4x the width). Whether it holds the truth is a matter of coverage, over many
+  draws: bench/design_coverage.py."""
+  N, D, _ = checkpoints(truth=truths.kaplan, seed=0)
+  z = np.random.default_rng(3).standard_normal(len(N))
+  widths = []
+  for sd in (0.002, 0.008):
+    L = truths.kaplan(N, D) * np.exp(sd * z)
+    f3 = chinchax.fit({"N": N, "D": D, "loss": L}, approaches="3", bootstrap=0)
+    e = f3.doc["approaches"]["3"]
+    ff = form.fit_form(N, D, L, (e["E"], e["A"], e["B"], e["alpha"], e["beta"]), 1e-3)
+    lo, hi = form.profile_a(N, D, L, ff, 1e-3, 0.9)
+    assert lo < ff.a < hi, (lo, ff.a, hi)
+    widths.append(hi - lo)
+  assert 2.5 < widths[1] / widths[0] < 6, widths
