@@ -92,6 +92,12 @@ def check_options(o: Options) -> None:
   if o.base_law is not None and not o.base_law.predicts_loss:
     raise UserError("the base law must be a parametric law (Approach 3: E, A, B, alpha, "
                     f"beta); {o.base_law.source or 'the one given'} is an allocation law")
+  if o.base_law is not None and o.base_law.form != law_schema.PARAMETRIC:
+    # Muennighoff et al.'s R_D*, R_N* are fitted on the law's own form, not the nesting one.
+    raise UserError(f"the base law must be of the form {law_schema.PARAMETRIC}; "
+                    f"{o.base_law.source or 'the one given'} is {o.base_law.form} (its runs "
+                    "rejected the law's form); give one of the law's form, e.g. from "
+                    "`chinchax law --E= --A= --B= --alpha= --beta=`")
 
 
 def _quiet(fn: Callable, *args, **kw):

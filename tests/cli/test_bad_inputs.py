@@ -36,6 +36,7 @@ def _good_rows() -> list[str]:
 
 GOOD_CSV = _csv(_good_rows())
 GOOD_LAW = json.dumps(presets.preset_dict("hoffmann2022"))
+NESTED = "E + (A/N^alpha + B/D^beta)^gamma"
 RECORD = {"schema": "chinchax/run/v1", "name": "a", "status": "done", "N_total": 1e6,
           "N_non_embedding": 9e5, "D": 2e7, "eval_loss": 3.0, "flops_chinchilla": 1.3e14}
 
@@ -276,8 +277,16 @@ CASES = [
      r"law\.json"),
     ("law-is-folder", "plan", {"lawdir/x": ""}, ["--law={d}/lawdir", "--flops=1e21"],
      r"lawdir.*(folder|directory)"),
+    ("law-gamma-above-one", "plan", {"law.json": _law(law__form=NESTED, law__gamma=1.5)},
+     ["--law={d}/law.json", "--flops=1e21"], r"law\.gamma: expected a value in \(0, 1\]"),
+    ("law-nested-without-gamma", "plan", {"law.json": _law(law__form=NESTED)},
+     ["--law={d}/law.json", "--flops=1e21"], r"law.*gamma"),
     ("base-law-truncated", "fit", {"r.csv": GOOD_CSV, "law.json": GOOD_LAW[:50]},
      ["{d}/r.csv", "--out={d}/out.json", "--base-law={d}/law.json"], r"law\.json"),
+    ("base-law-nested", "fit", {"r.csv": GOOD_CSV,
+                                "law.json": _law(law__form=NESTED, law__gamma=0.5)},
+     ["{d}/r.csv", "--out={d}/out.json", "--base-law={d}/law.json"],
+     r"the base law must be of the form E \+ A/N\^alpha \+ B/D\^beta"),
     # ---------------------------------------------------------------- plan arguments
     ("plan-non-numeric", "plan", {}, ["--preset=hoffmann2022", "--flops=lots"],
      r"--flops.*not a number"),
