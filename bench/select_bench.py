@@ -83,7 +83,13 @@ def main() -> None:
                  "and stop")
   args = p.parse_args()
   if args.table:
-    lines = [json.loads(l) for f in args.table.split(",") for l in open(f) if l.strip()]
+    seen = {}  # a (truth, seed) logged twice, by overlapping processes, counts once
+    for f in args.table.split(","):
+      for l in open(f):
+        if l.strip():
+          rec = json.loads(l)
+          seen.setdefault((rec["truth"], rec["seed"]), rec)
+    lines = list(seen.values())
     for t in dict.fromkeys(l["truth"] for l in lines):
       mine = [l for l in lines if l["truth"] == t]
       print_table(t, [l["result"] for l in mine], [l["rounds"] for l in mine], 0.0)
