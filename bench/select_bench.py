@@ -20,18 +20,21 @@ FLOPs, how many of the replicates' 90% intervals of a hold the true a (the least
 of the true N*(C) over the pool's budgets), and the median width relative to the full grid's
 on the same replicate.
 
-The 2-core shared host, 8 replicates (`--replicates=8 --truths=law,broken`; about 15 s a
-replicate, so the full 100 x 4 truths takes hours there):
+100 replicates per truth on the 2-core shared host (load average 13-16; 4 processes with
+--log and --first-seed, `--resamples=100` in the rounds, 200 in every fit compared; about
+2 replicates a minute in all), the rule of scaling/select/spread.py in force:
 
     truth        study              FLOPs      held width/full   width
-    law          full              100.0%    8/8          1.00   0.023
-    law          adaptive           29.4%    8/8          1.05   0.026
-    law          drop_largest       20.1%    8/8          1.27   0.033
-    law          three_per_budget   17.4%    8/8          5.93   0.141
-    broken       full              100.0%    8/8          1.00   0.028
-    broken       adaptive           34.4%    8/8          1.12   0.029
-    broken       drop_largest       21.5%    8/8          1.38   0.037
-    broken       three_per_budget   17.4%    8/8          5.74   0.154
+    law          full              100.0%   93/100        1.00   0.025
+    law          adaptive           32.1%   92/100        1.21   0.029
+    law          drop_largest       20.3%   91/100        1.38   0.034
+    law          three_per_budget   16.7%   99/100        5.77   0.142
+    broken       full              100.0%   92/100        1.00   0.028
+    broken       adaptive           34.1%   93/100        1.18   0.031
+    broken       drop_largest       21.2%   88/100        1.31   0.037
+    broken       three_per_budget   17.2%   97/100        5.41   0.151
+
+(15.1 and 15.5 rounds per adaptive study.) kaplan and constant_lr were not run to 100 here.
 """
 
 import argparse
