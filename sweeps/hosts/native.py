@@ -87,6 +87,11 @@ def _repoint(old, new) -> None:
       h.setStream(new)
 
 
+def where() -> str:
+  """"process P of N: " once this process's native output is aside, for its last line."""
+  return f"{_state['where']}: " if _state["where"] else ""
+
+
 def ending(status: int) -> None:
   """The command ends with `status` (sweeps/hosts/watch.py's finish)."""
   _state["status"] = status

@@ -198,7 +198,8 @@ class Watch:
 
 
 def _lost(line: str, status: int) -> None:
-  print(f"chinchax: error: {line}; this process stops too (exit status {status}). Rerun the "
+  print(f"chinchax: error: {native.where()}{line}; this process stops too (exit status "
+        f"{status}). Rerun the "
         f"job (every process) to resume from the last checkpoint{native.kept()}",
         file=sys.stderr, flush=True)
   os._exit(status)  # the main thread may be inside a collective that never returns

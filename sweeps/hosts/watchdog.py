@@ -52,7 +52,11 @@ class Watchdog:
 
   def progress(self, step: int) -> None:
     now = time.monotonic()
-    self.slowest = max(self.slowest, now - self._last)
+    # A step that outlasted the deadline was not a slow step but a process that could not
+    # watch it (stopped, a paused VM): counted, it would push the deadline out by 10x its
+    # length, and a thawed process would wait that long on a peer that is gone.
+    if now - self._last <= self.deadline():
+      self.slowest = max(self.slowest, now - self._last)
     self.step, self._last = max(self.step, step), now
 
   def close(self) -> None:

@@ -179,7 +179,7 @@ def test_a_frozen_coordinator_ends_every_process_by_the_watchdog_and_the_rerun_r
     t = job.signal(signal.SIGSTOP, ranks=[0])  # process 0 frozen mid-step: a paused VM
     job.wait_for(lambda: 1 in job.ended, timeout=170)
     job.signal(signal.SIGCONT, ranks=[0])  # thawed, it finds its deadline long past
-    results = job.wait(timeout=30)
+    results = job.wait(timeout=60 + 40)
   lines = [r.err.strip().splitlines() for r in results]
   assert [len(l) for l in lines] == [1, 1], job.report()
   # Process 1 ran on, waiting in a collective: its own watchdog ended it, within the deadline,
@@ -188,9 +188,10 @@ def test_a_frozen_coordinator_ends_every_process_by_the_watchdog_and_the_rerun_r
   assert "process 1 of 2: train step " in lines[1][0], lines
   deadline = float(lines[1][0].split("deadline is ")[1].split(" s")[0])
   assert results[1].wall_s - (t - job.t0) <= deadline + 5, (results[1].wall_s, t, deadline)
-  # Process 0, thawed, ends at once: by its watchdog, or on learning process 1's end first.
+  # Process 0, thawed, ends by its watchdog, or on learning process 1's end: a peer's failed
+  # end is acted on once it is CHINCHAX_HEARTBEAT_S (60 s here) old (sweeps/hosts/watch.py).
   assert results[0].rc in (75, 77), job.report()
-  assert results[0].wall_s - results[1].wall_s < 30, job.report()
+  assert results[0].wall_s - results[1].wall_s < 60 + 30, job.report()
   # Each process's native log (gloo's lines, XLA's): removed, or kept and named in its line.
   for r, q in zip(results, job.procs):
     log = os.path.join(tempfile.gettempdir(), f"chinchax-native-{r.rank}-{q.pid}.log")
@@ -268,8 +269,15 @@ def test_a_coordinator_killed_mid_sweep_is_one_line_and_a_restarted_status(share
                              "(process 0)"), lines
   assert "stack trace" not in results[1].err + results[1].out
   assert after < 10
-  # jax's own report is kept, and the line names it.
-  log = lines[0].split(" is in ")[1]
-  with open(log) as f:
-    assert "Terminating process because the JAX distributed service" in f.read()
-  os.remove(log)
+  # Whichever saw the coordinator gone first: jax's client (its abort, read by chinchax, whose
+  # line names the log that keeps jax's report), or chinchax's own watch thread (its next
+  # heartbeat fails; the log is named only if it holds more than gloo's routine lines).
+  # When both see it at once, the first to end the process says the line, and the log may
+  # already have been judged by the other.
+  if " is in " in lines[0]:
+    log = lines[0].split(" is in ")[1]
+    with open(log) as f:
+      said = f.read()
+    if "jax's client can no longer reach it" in lines[0]:
+      assert "Terminating process because the JAX distributed service" in said
+    os.remove(log)
