@@ -37,16 +37,18 @@ _TARGET = _target()
 _hits: dict[str, int] = {}
 
 
-def hit(name: str, before: Callable[[], None] | None = None) -> None:
-  """SIGKILLs this process when `name` is the armed point and this is its K-th hit.
+def hit(name: str, before: Callable[[], None] | None = None, times: int = 1) -> None:
+  """SIGKILLs this process when `name` is the armed point and its K-th hit is among these
+  `times` (a dispatch of several train steps reaches "step" once for each).
 
   `before` runs first (e.g. writes half of a line), so the kill leaves what a crash at that
   instant would leave.
   """
   if _TARGET is None or _TARGET[0] != name:
     return
-  _hits[name] = _hits.get(name, 0) + 1
-  if _hits[name] == _TARGET[1]:
+  seen = _hits.get(name, 0)
+  _hits[name] = seen + times
+  if seen < _TARGET[1] <= seen + times:
     if before is not None:
       before()
     os.kill(os.getpid(), signal.Signals["SIG" + os.environ.get(SIGNAL_ENV, "KILL")])

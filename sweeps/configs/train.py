@@ -91,6 +91,10 @@ KEYS = (
       "(stdlib_next_line) or .jsonl files of {context, choices, answer}; their bits per byte "
       "and accuracy go to metrics.jsonl and result.json"),
     K("log_every", 20, "steps between metrics rows (and progress updates)", **FREE),
+    # Free: a chunk's steps are the single step's, to the bit (tests/sweeps/test_chunk.py).
+    K("steps_per_dispatch", 16, "train steps per dispatch to the devices, at most: one compiled "
+      "loop over the step, cut short at every log, eval, checkpoint and branch step; a stop "
+      "flag is acted on at the end of a dispatch (1: a dispatch per step)", **FREE),
     K("spike_factor", 4.0, "fail when the loss exceeds this x its running mean (after warmup)"),
     K("checkpoint.every_steps", 200, "save every this many steps", **FREE),
     K("checkpoint.every_minutes", 10.0, "and at least this often", **FREE),

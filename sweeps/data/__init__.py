@@ -16,4 +16,5 @@ from chinchax.sweeps.data.tokenizers import check_vocab
 from chinchax.sweeps.data.tokenizers import make_tokenizer
 from chinchax.sweeps.data.multihost import check_batch
 from chinchax.sweeps.data.multihost import global_batch
+from chinchax.sweeps.data.multihost import global_chunk
 from chinchax.sweeps.data.multihost import global_eval_batch

@@ -49,6 +49,23 @@ def global_batch(ds: pipeline.Dataset, step: int, sharding: jax.sharding.Shardin
   return _assemble(pipeline.train_batch, ds, step, sharding)
 
 
+def global_chunk(batch_fn, ds, steps: range, K: int, sharding: jax.sharding.Sharding,
+                 chunk_sharding: jax.sharding.Sharding) -> dict:
+  """Training batches `steps` (at most K of them) as global jax.Arrays of shape [K, B, L]:
+  row i is batch steps[i], `batch_fn(ds, step, rows)`'s, on `chunk_sharding` (`sharding`
+  with a leading unsharded axis). Rows past len(steps) are zeros, padding a short chunk to the
+  one shape its program was compiled for."""
+  B, L = ds.cfg.batch_size, ds.cfg.seq_len
+  check_batch(B, sharding, L)
+  rows = local_rows(sharding, (B, L))
+  out = {}
+  for i, step in enumerate(steps):
+    for key, x in batch_fn(ds, step, rows).items():
+      out.setdefault(key, np.zeros((K, len(rows), L), x.dtype))[i] = x
+  return {key: jax.make_array_from_process_local_data(chunk_sharding, x, (K, B, L))
+          for key, x in out.items()}
+
+
 def global_eval_batch(ds: pipeline.Dataset, k: int, sharding: jax.sharding.Sharding) -> dict:
   """Eval batch k (see `pipeline.eval_batch`) as global jax.Arrays."""
   if k < 0:

@@ -178,8 +178,14 @@ class Checkpointer:
 
   # ------------------------------------------------------------------------- save, restore
 
-  def maybe_save(self, step: int, state, force: bool = False) -> bool:
-    killpoints.hit("step")
+  @property
+  def every_steps(self) -> int:
+    return self._every_steps
+
+  def maybe_save(self, step: int, state, force: bool = False, steps: int = 1) -> bool:
+    """Saves `state` at `step` when due (or `force`); `steps`: trained since the last call (a
+    dispatch of several), each a hit of the kill point "step"."""
+    killpoints.hit("step", times=steps)
     # "Not due" is read from this run's own step and clock, outside the shared lock: a packed
     # cell asked it every step under the lock and stalled while another cell saved. (orbax's
     # policies would cost ~1 ms a step to say so.)

@@ -29,7 +29,7 @@ from chinchax.sweeps.data import seqlen
 from chinchax.sweeps.train import optimizer, stop
 
 POSITIVE = ("seq_len", "batch_size", "tokens", "eval_every", "eval_tokens", "log_every",
-            "grad_accum")
+            "grad_accum", "steps_per_dispatch")
 
 
 def missing_keys(c: ml_collections.ConfigDict, reference: ml_collections.ConfigDict,

@@ -9,7 +9,9 @@ each of these points, and a feature the config leaves off has no hook.
     after_eval(k, state, losses) after each periodic eval (`losses`: every eval so far); a
                                  hook that returns a reason stops the run (early stopping)
     after_final_eval(k, state, losses)   after the final eval (the best checkpoint)
-    after_step(k, state)         after step k trained (WSD branch points)
+    after_step(k, state)         after a dispatch of steps ended at step k (WSD branch points)
+    must_see()                   the steps after which the hook needs the state: a dispatch
+                                 of several steps (loop.chunk_end) ends there
     record_fields(k)             extra fields of the run record
     close()                      the run ends (its own checkpointers are closed)
 
@@ -21,6 +23,7 @@ A run's inputs are its training batches and held-out sets, from one dataset or a
 The loop reads an `Inputs` without knowing which it holds:
 
     batch(k)                    global training batch k (jax.Arrays on the batch sharding)
+    chunk(steps, K, sharding)   batches `steps` stacked, KxBxL, for one dispatch of several
     evaluate(eval_step, params) (eval loss, the extra fields of the eval row)
     eval_bytes()                UTF-8 bytes under the eval targets (bits per byte), or None
 
@@ -67,6 +70,9 @@ class Hook:
 
   def after_step(self, step: int, state) -> None:
     pass
+
+  def must_see(self) -> tuple[int, ...]:
+    return ()
 
   def record_fields(self, step: int) -> dict:
     del step
@@ -146,6 +152,9 @@ class BranchPoints(Hook):
   def __init__(self, workdir: str, steps, lock=None):
     self.workdir, self.steps, self.lock = workdir, set(steps), lock
 
+  def must_see(self) -> tuple[int, ...]:
+    return tuple(sorted(self.steps))
+
   def after_step(self, step: int, state) -> None:
     if step in self.steps:
       points = checkpoint.Checkpointer(branch_point_dir(self.workdir, step), keep=1,
@@ -221,6 +230,9 @@ class Inputs(Hook):
 
   def batch(self, step: int) -> dict:
     return data.global_batch(self.ds, step, self.batch_sharding)
+
+  def chunk(self, steps: range, K: int, chunk_sharding) -> dict:
+    return data.global_chunk(self.rows, self.ds, steps, K, self.batch_sharding, chunk_sharding)
 
   def losses(self, eval_step, params) -> dict[str, float]:
     return {name: eval_loss_on(eval_step, params, d, self.n_eval[name], self.batch_sharding)

@@ -20,6 +20,7 @@ import time
 
 import jax
 import ml_collections
+import numpy as np
 
 from chinchax.scaling.runs import conventions
 from chinchax.scaling.runs import records
@@ -91,34 +92,35 @@ def steps(s: setup_lib.Setup, stop, log, progress=None) -> End:
   """Trains from the restored step to the last, or until a failure, a hook or `stop`, with a
   watchdog (sweeps/hosts/watchdog.py) that ends the process if no step finishes in time."""
   t = time.monotonic()
-  train_step = compiled(s, s.state, s.step, log)
+  train = compiled(s, s.state, s.step, log)
   dog = watchdog.Watchdog(s.step, time.monotonic() - t, jax.process_index(),
                           jax.process_count(), tell=watch.finish)
   try:
-    return _steps(s, train_step, dog, stop, log, progress)
+    return _steps(s, train, dog, stop, log, progress)
   finally:
     dog.close()
 
 
-def _steps(s: setup_lib.Setup, train_step, dog: watchdog.Watchdog, stop, log, progress) -> End:
+def _steps(s: setup_lib.Setup, train, dog: watchdog.Watchdog, stop, log, progress) -> End:
   c, state, step = s.c, s.state, s.step
   clock, guard = metrics.Throughput(step, s.tokens_per_step), SpikeGuard(c.spike_factor,
                                                             s.model.opt_cfg.warmup_steps)
   train_loss, losses = s.train_loss, list(s.losses)
   end = lambda **kw: End(state, step, train_loss, clock.train_s, tuple(losses), **kw)
   loop_start = s.clock.mark()
-  in_flight = collections.deque()  # the losses of the steps dispatched and not yet waited for
+  in_flight = collections.deque()  # the losses of the dispatches not yet waited for
   while step < s.total_steps:
-    for h in s.hooks:
-      h.before_step(step)
-    with s.clock("data"):
-      batch = s.batches.batch(step)
-    state, m = train_step(state, batch, s.model.lr[step])
-    step += 1
-    in_flight.append(m["loss"])
+    last = chunk_end(s, step)  # the dispatch trains steps [step, last)
+    for k in range(step, last):
+      for h in s.hooks:
+        h.before_step(k)
+    state, m = train(state, step, last)
+    n, step = last - step, last
+    in_flight.append((step, m["loss"]))
     if len(in_flight) > IN_FLIGHT:
-      jax.block_until_ready(in_flight.popleft())
-      dog.progress(step - IN_FLIGHT)
+      done, loss = in_flight.popleft()
+      jax.block_until_ready(loss)
+      dog.progress(done)
 
     if step % c.log_every == 0 or step == s.total_steps:
       train_loss = float(m["loss"])  # a host sync, besides the run-ahead bound's
@@ -143,7 +145,7 @@ def _steps(s: setup_lib.Setup, train_step, dog: watchdog.Watchdog, stop, log, pr
 
     for h in s.hooks:
       h.after_step(step, state)
-    s.save(step, state)
+    s.save(step, state, steps=n)
     reason = watch.stop_reason(stop)  # on several processes: the step they all stop at
     if reason:
       s.clock.rest("step", loop_start)
@@ -152,19 +154,49 @@ def _steps(s: setup_lib.Setup, train_step, dog: watchdog.Watchdog, stop, log, pr
   return end()
 
 
+def chunk_end(s: setup_lib.Setup, step: int) -> int:
+  """Where a dispatch from `step` ends: K steps on (`steps_per_dispatch`), or sooner at a step
+  the host must see: a log, eval or checkpoint step, a hook's (`must_see`), the last. A stop
+  flag is read at each end, so a run stops at most K steps after the step the host had
+  dispatched when the flag was set."""
+  last = min(step + chunk_size(s), s.total_steps)
+  for every in (s.c.log_every, s.c.eval_every, s.ckpt.every_steps):
+    last = min(last, (step // every + 1) * every)
+  seen = [k for h in s.hooks for k in h.must_see() if step < k < last]
+  return min(seen, default=last)
+
+
+def chunk_size(s: setup_lib.Setup) -> int:
+  """K, or 1 while the batches change shape (sequence-length warmup: a program per length)."""
+  return s.model.K if s.batches.fixed_shape else 1
+
+
 def compiled(s: setup_lib.Setup, state, step: int, log):
-  """The train step, compiled ahead of the loop so that no tokens/s figure or time estimate
-  includes it (batches whose shape changes compile on first use instead)."""
-  if step >= s.total_steps or not s.batches.fixed_shape:
-    return s.model.train_step
-  t = time.time()
-  with s.clock("compile"):
-    train_step = s.model.train_step.lower(state, s.batches.batch(step),
-                                          s.model.lr[step]).compile()
-  log(f"compiled the train step in {time.time() - t:.1f} s; {s.total_steps} steps of "
-      f"{s.c.batch_size} x {s.c.seq_len} tokens, "
-      f"N={conventions.params(s.model.cfg.shape) / 1e6:.2f}M")
-  return train_step
+  """`train(state, step, last) -> (state, metrics of step last - 1)`, which builds the batches
+  of steps [step, last) and dispatches them as one program: the chunk's
+  (step.make_train_chunk), or the one-step program when K = 1. The program is compiled ahead
+  of the loop so that no tokens/s figure or time estimate includes it (batches whose shape
+  changes compile on first use instead)."""
+  K = chunk_size(s)
+
+  def args(step: int, last: int) -> tuple:
+    with s.clock("data"):
+      if K == 1:
+        return s.batches.batch(step), s.model.lr[step]
+      lrs_K = np.zeros(K, np.float32)
+      lrs_K[:last - step] = s.model.lr[step:last]
+      return (s.batches.chunk(range(step, last), K, s.model.chunk_sharding), lrs_K,
+              np.int32(last - step))
+
+  program = s.model.train_step if K == 1 else s.model.train_chunk
+  if step < s.total_steps and s.batches.fixed_shape:
+    t = time.time()
+    with s.clock("compile"):
+      program = program.lower(state, *args(step, step + 1)).compile()
+    log(f"compiled the train step in {time.time() - t:.1f} s; {s.total_steps} steps of "
+        f"{s.c.batch_size} x {s.c.seq_len} tokens, "
+        f"N={conventions.params(s.model.cfg.shape) / 1e6:.2f}M")
+  return lambda state, step, last: program(state, *args(step, last))
 
 
 def log_step(s: setup_lib.Setup, step: int, m, train_loss: float, clock: metrics.Throughput,

@@ -17,7 +17,7 @@ import jax
 import ml_collections
 import numpy as np
 import optax
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from chinchax import atomic
 from chinchax.errors import UserError
@@ -49,6 +49,9 @@ class Model:
   abstract: Any
   train_step: Callable
   eval_step: Callable
+  train_chunk: Callable       # up to `K` train steps in one dispatch (step.make_train_chunk)
+  chunk_sharding: NamedSharding  # of the chunk's KxBxL batches
+  K: int                      # train steps per dispatch (config.steps_per_dispatch)
 
 
 def make_mesh(c: ml_collections.ConfigDict, devices=None) -> Mesh:
@@ -97,8 +100,12 @@ def make_model(c: ml_collections.ConfigDict, model_cfg: ModelConfig, mesh: Mesh)
   train_step = step_lib.make_train_step(model_cfg, tx, mesh, rules, mode,
                                         global_batch_size=c.batch_size, grad_accum=c.grad_accum)
   eval_step = step_lib.make_eval_step(model_cfg, tx, mesh, rules, mode)
-  return Model(model_cfg, opt_cfg, lr, tx, mesh, sharding.batch_sharding(mesh, rules), abstract,
-               train_step, eval_step)
+  K = int(c.steps_per_dispatch)
+  train_chunk = step_lib.make_train_chunk(model_cfg, tx, mesh, rules, mode, grad_accum=c.grad_accum,
+                                          K=K)
+  batch_sharding = sharding.batch_sharding(mesh, rules)
+  return Model(model_cfg, opt_cfg, lr, tx, mesh, batch_sharding, abstract, train_step, eval_step,
+               train_chunk, NamedSharding(mesh, PartitionSpec(None, *batch_sharding.spec)), K)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,11 +132,11 @@ class Setup:
   train_loss: float           # the last one logged up to `step` (nan: none)
   clock: metrics.Clock         # seconds per phase, for the record's time_s
 
-  def save(self, step: int, state, force: bool = False) -> None:
+  def save(self, step: int, state, force: bool = False, steps: int = 1) -> None:
     # After each save the metrics are flushed: a resume drops the rows past its step, so
     # none up to it may be missing from metrics.jsonl (remote workdirs flush lazily).
     with self.clock("checkpoint"):
-      if self.ckpt.maybe_save(step, state, force=force):
+      if self.ckpt.maybe_save(step, state, force=force, steps=steps):
         self.writer.flush()
 
   def save_final(self, step: int, state) -> None:

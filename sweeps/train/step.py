@@ -157,6 +157,62 @@ def _train_step(cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh:
                 rules: Rules, mode: str, grad_accum: int):
   _, shard = state_shardings(cfg, optimizer, mesh, rules, mode)
   replicated = NamedSharding(mesh, PartitionSpec())
+  return jax.jit(
+      _step_fn(cfg, optimizer, mesh, rules, mode, grad_accum),
+      in_shardings=(shard, sharding.batch_sharding(mesh, rules), replicated),
+      out_shardings=(shard, replicated), donate_argnums=0)
+
+
+def make_train_chunk(
+    cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh: Mesh,
+    rules: Rules = sharding.RULES, mode: str = "fsdp", global_batch_size: int | None = None,
+    grad_accum: int = 1, K: int = 16,
+):
+  """jit(state, batches, lrs, n) -> (state, metrics of the n-th step): up to K train steps in
+  one dispatch, the state argument donated.
+
+  `batches`: {"inputs", "targets"}, each KxBxS (step i of the chunk is row i); `lrs`: K float32
+  learning rates; `n`: an int32 scalar, 1 <= n <= K, the steps to take (rows past n are
+  padding, never read). Each step is `make_train_step`'s, in a loop with a dynamic trip count,
+  so a chunk cut short by a log, eval or checkpoint step runs the same program: one compile
+  per K, and the parameters equal K single steps' to the bit (tests/sweeps/test_chunk.py).
+  """
+  if global_batch_size is not None:
+    sharding.check_batch(global_batch_size, sharding.batch_divisor(mesh, rules), grad_accum)
+  return _train_chunk(cfg, optimizer, mesh, _hashable(rules), mode, grad_accum, K)
+
+
+@functools.lru_cache(maxsize=16)
+def _train_chunk(cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh: Mesh,
+                 rules: Rules, mode: str, grad_accum: int, K: int):
+  _, shard = state_shardings(cfg, optimizer, mesh, rules, mode)
+  replicated = NamedSharding(mesh, PartitionSpec())
+  chunk_shard = NamedSharding(mesh, PartitionSpec(None, *sharding.batch_sharding(mesh, rules).spec))
+  train_step = _step_fn(cfg, optimizer, mesh, rules, mode, grad_accum)
+
+  def train_chunk(state: State, batches_KxBxS: dict[str, jax.Array], lrs_K: jax.Array,
+                  n: jax.Array) -> tuple[State, dict[str, jax.Array]]:
+    def body(i, carry):
+      batch = jax.tree.map(lambda x: jax.lax.dynamic_index_in_dim(x, i, keepdims=False),
+                           batches_KxBxS)
+      return train_step(carry[0], batch, lrs_K[i])
+
+    first = jax.tree.map(lambda x: x[0], batches_KxBxS)
+    # The loop carries the last step's metrics: zeros of their shapes to start (an abstract
+    # trace, nothing compiled).
+    _, m_shape = jax.eval_shape(train_step, state, first, lrs_K[0])
+    metrics = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), m_shape)
+    return jax.lax.fori_loop(0, n, body, (state, metrics))
+
+  return jax.jit(
+      train_chunk, in_shardings=(shard, chunk_shard, replicated, replicated),
+      out_shardings=(shard, replicated), donate_argnums=0)
+
+
+@functools.lru_cache(maxsize=16)
+def _step_fn(cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh: Mesh,
+             rules: Rules, mode: str, grad_accum: int):
+  """The train step as a traceable function: the body of the one-step and the chunk programs."""
   batch_shard = sharding.batch_sharding(mesh, rules)
   grad_shard = _grad_shardings(cfg, mesh, rules)
   tx = optax.with_extra_args_support(optimizer)
@@ -193,9 +249,7 @@ def _train_step(cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh:
     metrics = {**metrics, "grad_norm": optax.tree.norm(grads)}
     return {"params": params, "opt_state": opt_state, "step": state["step"] + 1}, metrics
 
-  return jax.jit(
-      train_step, in_shardings=(shard, batch_shard, replicated),
-      out_shardings=(shard, replicated), donate_argnums=0)
+  return train_step
 
 
 def make_eval_step(

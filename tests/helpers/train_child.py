@@ -1,7 +1,7 @@
 """`chinchax train ARGS...` as a child process of a test, optionally slowed down mid-run.
 
 With CHINCHAX_TEST_PAUSE_FROM=k and CHINCHAX_TEST_PAUSE_S=s in the environment, every step
-from step k on waits s seconds before it loads its batch, so that a test has time to signal
+from step k on waits s seconds before it loads its batch (a dispatch of several, s for each), so that a test has time to signal
 the run between its first checkpoint and its end. The pause changes no value the run computes.
 """
 
@@ -25,7 +25,13 @@ if PAUSE_FROM > 0 and PAUSE_S > 0:
       time.sleep(PAUSE_S)
     return _global_batch(ds, step, sharding)
 
-  data.global_batch = _paused
+  _global_chunk = data.global_chunk
+
+  def _paused_chunk(batch_fn, ds, steps, *args):
+    time.sleep(PAUSE_S * sum(step >= PAUSE_FROM for step in steps))
+    return _global_chunk(batch_fn, ds, steps, *args)
+
+  data.global_batch, data.global_chunk = _paused, _paused_chunk
 
 if __name__ == "__main__":
   sys.exit(cli.run(["train", *sys.argv[1:]]))

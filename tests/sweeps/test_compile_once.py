@@ -12,7 +12,7 @@ from chinchax.sweeps.configs import train as train_configs
 
 LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 COMPILE = "/jax/core/compile/backend_compile_duration"
-PROGRAMS = ("jit(init_state)", "jit(train_step)", "jit(eval_step)")
+PROGRAMS = ("jit(init_state)", "jit(train_chunk)", "jit(eval_step)")
 
 
 class Counter:
@@ -64,6 +64,6 @@ def test_cells_and_wsd_branches_of_one_shape_compile_once(tmp_path):
   record = loop.train(_config("batch16", 12, 3e-3, 2, batch_size=16), str(tmp_path / "b16"),
                        quiet=True)
   assert record["status"] == "done"
-  assert counter.counts() == {"jit(init_state)": (1, 1), "jit(train_step)": (2, 2),
+  assert counter.counts() == {"jit(init_state)": (1, 1), "jit(train_chunk)": (2, 2),
                               "jit(eval_step)": (2, 2)}
   counter.on = False

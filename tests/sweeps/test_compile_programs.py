@@ -13,12 +13,12 @@ from tests.helpers import sweep_helper
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The two-size grid of sweep_helper as WSD runs: 2 sizes, 4 run parts (a stable run and a
-# branch each). 3 programs per size (init, train and eval steps) and at most 10 of their own:
+# branch each). 3 programs per size (init, the train chunk and the eval step) and at most 10 of their own:
 # the LR tables' eager ops, once per process whatever the run lengths, jax's seed and a
 # staging copy. Before issue 38 it was 40 (the LR table's ops per run part, and the
 # checkpoint fingerprint's program per size).
 PROGRAMS_MAX = 16
-STEPS = ("jit(init_state)", "jit(train_step)", "jit(eval_step)")
+STEPS = ("jit(init_state)", "jit(train_chunk)", "jit(eval_step)")
 
 
 @pytest.mark.slow

@@ -40,9 +40,10 @@ def run(total: int, log_every: int) -> list[int]:
   s = types.SimpleNamespace(
       c=types.SimpleNamespace(log_every=log_every, eval_every=10**9, spike_factor=10.0),
       state=0, step=0, total_steps=total, tokens_per_step=1, flops_per_token=1,
-      train_loss=None, losses=(), hooks=[], save=lambda step, state: None,
+      train_loss=None, losses=(), hooks=[], save=lambda step, state, steps: None,
+      ckpt=types.SimpleNamespace(every_steps=10**9),
       batches=types.SimpleNamespace(fixed_shape=False, batch=lambda step: None),
-      model=types.SimpleNamespace(train_step=train_step, lr=[0.1] * (total + 1),
+      model=types.SimpleNamespace(train_step=train_step, lr=[0.1] * (total + 1), K=1,
                                   opt_cfg=types.SimpleNamespace(warmup_steps=0)),
       writer=types.SimpleNamespace(write=lambda *a, **k: None), mfu=lambda tok_s: None,
       inputs=types.SimpleNamespace(ds=types.SimpleNamespace(unique_tokens=10**9)))
