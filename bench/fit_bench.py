@@ -23,9 +23,18 @@ interval of a holds the truth.
   python -m bench.fit_bench [--points 240] [--budgets 10] [--resamples 4000] [--noise 0.01]
                             [--skip-scipy] [--skip-multistart] [--seed 0]
   python -m bench.fit_bench --approach2 [--seeds 20] [--coverage 200]
+  python -m bench.fit_bench --command [--repeats 3]
+
+--command: the whole `chinchax fit --approach=3 --bootstrap=4000` of the sweep written as a
+CSV (process start to exit, the median of --repeats before and after the loop; once more with
+--plots) beside the scipy loop in the same run, and their ratio.
 """
 
 import argparse
+import os
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 
@@ -126,6 +135,40 @@ def approach3(args) -> None:
           f"(scipy - vp) / scipy = {(f_scipy - fit.objective) / f_scipy:.2e} (>= 0: vp no worse)")
 
 
+def command(args) -> None:
+  """The whole `chinchax fit --approach=3 --bootstrap=R` of the sweep as a CSV (process start
+  to exit; the median of --repeats, and once with --plots), beside the scipy loop, one run."""
+  N, D, L = synthetic_sweep(args.points, args.budgets, args.noise, args.seed)
+  with tempfile.TemporaryDirectory() as tmp:
+    csv = os.path.join(tmp, "runs.csv")
+    with open(csv, "w") as f:
+      f.write("N,D,loss\n" + "".join(f"{n!r},{d!r},{l!r}\n" for n, d, l in zip(N, D, L)))
+    argv = [sys.executable, "-m", "chinchax.cli", "fit", csv, "--approach=3",
+            f"--bootstrap={args.resamples}", f"--out={os.path.join(tmp, 'law.json')}", "--quiet"]
+
+    def timed(extra=()):
+      t = time.perf_counter()
+      subprocess.run(argv + list(extra), check=True, cwd=tmp)
+      return time.perf_counter() - t
+
+    times = [timed() for _ in range(args.repeats)]
+    t_plots = timed([f"--plots={os.path.join(tmp, 'plots')}"])
+    starts = parametric.paper_grid()
+    t = time.perf_counter()
+    scipy_loop(N, D, L, starts, 1e-3)  # the Huber delta of `chinchax fit`
+    t_scipy = time.perf_counter() - t
+    times += [timed() for _ in range(args.repeats)]  # the load may change over the loop
+  t_cmd = float(np.median(times))
+  print(f"data: {len(N)} points at {args.budgets} budgets, noise {args.noise}; load average "
+        f"{os.getloadavg()[0]:.2f}")
+  print(f"chinchax fit --approach=3 --bootstrap={args.resamples}, whole process: median "
+        f"{t_cmd:.2f} s of {len(times)} ({', '.join(f'{x:.2f}' for x in times)})")
+  print(f"  the same with --plots: {t_plots:.2f} s")
+  print(f"scipy L-BFGS-B loop ({len(starts)} starts): {t_scipy:.2f} s")
+  print(f"speed-up: {t_scipy:.1f} / {t_cmd:.2f} = {t_scipy / t_cmd:.1f}x "
+        f"(with plots {t_scipy / t_plots:.1f}x)")
+
+
 def _law(alpha, beta, E=1.8, N1=1e9, C1=1e20, share=0.3) -> dict:
   """The law whose optimum at C1 is N1, with its N-term worth `share` nats there."""
   A = share * N1**alpha
@@ -190,8 +233,13 @@ def main() -> None:
   parser.add_argument("--approach2", action="store_true")
   parser.add_argument("--seeds", type=int, default=20)
   parser.add_argument("--coverage", type=int, default=0)
+  parser.add_argument("--command", action="store_true",
+                      help="time the whole `chinchax fit` process against the scipy loop")
+  parser.add_argument("--repeats", type=int, default=3)
   args = parser.parse_args()
-  if args.approach2:
+  if args.command:
+    command(args)
+  elif args.approach2:
     approach2(args)
   else:
     approach3(args)

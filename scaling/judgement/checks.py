@@ -69,7 +69,7 @@ def curve_shape(runs: Runs, fit3, sizes_n: np.ndarray) -> dict | None:
   by quantiles of log(D / that model's largest D); chi2 = sum of n_b mean_b^2 / s^2 over the
   POSITION_BINS groups, s the residuals' robust scale (1.4826 MAD), on POSITION_BINS - 1
   degrees of freedom. None when there are too few checkpoints per group."""
-  from scipy import stats  # pylint: disable=g-import-not-at-top
+  from scipy import special  # pylint: disable=g-import-not-at-top
   r = np.log(runs.loss) - np.log(fit3.predict(runs.N, runs.D))
   labels = np.unique(sizes_n, return_inverse=True)[1]
   mean_k = np.bincount(labels, r) / np.bincount(labels)
@@ -86,7 +86,7 @@ def curve_shape(runs: Runs, fit3, sizes_n: np.ndarray) -> dict | None:
   mean_b = np.bincount(group, r, minlength=POSITION_BINS) / n_b
   chi2 = float(np.sum(n_b * mean_b**2) / s**2)
   return {"chi2": chi2, "dof": POSITION_BINS - 1,
-          "p_value": float(stats.chi2.sf(chi2, POSITION_BINS - 1)),
+          "p_value": float(special.chdtrc(POSITION_BINS - 1, chi2)),
           "mean_by_place": [float(m) for m in mean_b]}
 
 

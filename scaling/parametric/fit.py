@@ -266,9 +266,10 @@ def refit(N, D, loss, counts_Rxn: np.ndarray, fit: ParametricFit,
   center = pb.to_centered(fit.log_theta()[None])[0]
   starts_kx5 = np.repeat(center[None], k, axis=0)
   starts_kx5[:, 3:] *= np.asarray(EXPONENT_SCALES)[:, None]
-  th_Sx5, F_S, _ = huber.minimize_batched(
-      pb, np.tile(starts_kx5, (R, 1)), np.repeat(counts_Rxn, k, axis=0),
-      group_S=np.repeat(np.arange(R), k))
+  th_Sx5, F_S, _ = huber.on_all_cores(
+      lambda th, W, group: huber.minimize_batched(pb, th, W, group_S=group),
+      np.tile(starts_kx5, (R, 1)), np.repeat(counts_Rxn, k, axis=0), np.repeat(np.arange(R), k),
+      block=k)
   best = np.argmin(F_S.reshape(R, k), axis=1)
   th_Rx5 = pb.from_centered(th_Sx5.reshape(R, k, 5)[np.arange(R), best])
   a, b, e, alpha, beta = th_Rx5.T

@@ -26,7 +26,7 @@ stopped after REFIT_EVALUATIONS evaluations."""
 import dataclasses
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special  # not scipy.stats: half a second of import
 
 from chinchax.scaling.parametric import fit as fit_lib
 
@@ -145,7 +145,7 @@ def fit_form(N, D, loss, law_theta, delta: float) -> FormFit:
   rss_law, rss_form = float(np.sum(r_law[keep]**2)), float(np.sum(r_form[keep]**2))
   p = 1.0
   if n > 7 and rss_form > 0 and rss_law > rss_form:
-    p = float(stats.f.sf((rss_law - rss_form) / (rss_form / (n - 6)), 1, n - 6))
+    p = float(special.fdtrc(1, n - 6, (rss_law - rss_form) / (rss_form / (n - 6))))
   return FormFit(best.x, p, _huber(best.fun, delta))
 
 
@@ -203,7 +203,7 @@ def profile_a(N, D, loss, form: FormFit, delta: float, level: float) -> list[flo
   keep = np.abs(r0) <= 5 * 1.4826 * np.median(np.abs(r0 - np.median(r0))) + 1e-12
   n = int(keep.sum())
   rss0 = float(np.sum(r0[keep]**2))
-  crit = float(stats.f.ppf(level, 1, max(n - 6, 1)))
+  crit = float(special.fdtri(1, max(n - 6, 1), level))
 
   def excess(a, theta0):
     # From the fit before and from either end of the ridge of E (at its bound, and at half

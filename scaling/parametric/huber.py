@@ -232,17 +232,21 @@ def minimize_batched(pb: Problem, th0_Sx5: np.ndarray, W_Sxn: np.ndarray, *, gro
   return th[alias], F[alias], converged[alias]
 
 
-def on_all_cores(minimize, th_Sx5: np.ndarray):
-  """`minimize` over the starts in one chunk per core, in threads: numpy's batched linear
-  algebra and ufuncs release the GIL, so the chunks run in parallel."""
-  n = max(1, min(os.cpu_count() or 1, 8, len(th_Sx5) // 256))
+def on_all_cores(minimize, th_Sx5: np.ndarray, *also: np.ndarray, block: int = 1):
+  """`minimize(th, *also)` over the starts in one chunk per core, in threads: numpy's batched
+  linear algebra and ufuncs release the GIL, so the chunks run in parallel. `also`: arrays
+  with a row per start, cut where the starts are; chunks hold whole blocks of `block` starts
+  (the starts of one resample, which merge and stop by each other's best)."""
+  S = len(th_Sx5)
+  n = max(1, min(os.cpu_count() or 1, 8, S // 256))
   if n == 1:
-    return minimize(th_Sx5)
-  chunks = np.array_split(th_Sx5, n)
+    return minimize(th_Sx5, *also)
+  cuts = np.linspace(0, S // block, n + 1).astype(int) * block
+  cuts[-1] = S
+  chunks = [[x[i:j] for x in (th_Sx5, *also)] for i, j in zip(cuts[:-1], cuts[1:])]
   with concurrent.futures.ThreadPoolExecutor(n) as pool:
-    parts = list(pool.map(minimize, chunks))
+    parts = list(pool.map(lambda c: minimize(*c), chunks))
   return tuple(np.concatenate(p) for p in zip(*parts))
-
 
 
 def polish(problem: Problem, th_c: np.ndarray, w: np.ndarray):

@@ -3,7 +3,9 @@ written atomically (`chinchax.atomic`), and one colour scale for series of any c
 
 import io
 
+import matplotlib as mpl
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from chinchax import atomic
@@ -15,11 +17,15 @@ DPI = 150
 def save(fig: Figure, stem: str) -> list[str]:
   """Writes `stem`.png and `stem`.svg; both are rendered before either is written, so a
   failure writes nothing. The paths written."""
+  # The tight box is laid out once for both formats: "tight" in each savefig laid the whole
+  # figure out again before drawing it (a third of a fit's plotting time).
+  renderer = FigureCanvasAgg(fig).get_renderer()
+  box = fig.get_tightbbox(renderer).padded(mpl.rcParams["savefig.pad_inches"])
   rendered = []
   for fmt in FORMATS:
     buf = io.BytesIO()
     metadata = {"Date": None} if fmt == "svg" else {}  # reproducible SVG
-    fig.savefig(buf, format=fmt, dpi=DPI, bbox_inches="tight", metadata=metadata)
+    fig.savefig(buf, format=fmt, dpi=DPI, bbox_inches=box, metadata=metadata)
     rendered.append((f"{stem}.{fmt}", buf.getvalue()))
   for path, data in rendered:
     atomic.write_bytes(path, data)

@@ -27,7 +27,7 @@ linearisation that would promise one is what is in doubt. Once the fit is well d
 Gaussian update takes over."""
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from chinchax.scaling.judgement import caveats
 
@@ -45,7 +45,7 @@ def problems(warnings, q: np.ndarray, lo: float, hi: float, level: float, target
   q = np.asarray(q, np.float64)
   q = q[np.isfinite(q)]
   sd = 1.4826 * float(np.median(np.abs(q - np.median(q))))
-  gauss = 2 * float(stats.norm.ppf((1 + level) / 2)) * sd
+  gauss = 2 * float(special.ndtri((1 + level) / 2)) * sd
   if gauss > 0 and not 1 / NON_GAUSSIAN <= (hi - lo) / gauss <= NON_GAUSSIAN:
     out.append(f"the draws are far from Gaussian (interval {(hi - lo) / gauss:.2f}x a "
                "normal's)")
