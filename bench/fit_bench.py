@@ -142,7 +142,8 @@ def command(args) -> None:
   with tempfile.TemporaryDirectory() as tmp:
     csv = os.path.join(tmp, "runs.csv")
     with open(csv, "w") as f:
-      f.write("N,D,loss\n" + "".join(f"{n!r},{d!r},{l!r}\n" for n, d, l in zip(N, D, L)))
+      f.write("N,D,loss\n" + "".join(f"{float(n)!r},{float(d)!r},{float(l)!r}\n"
+                                      for n, d, l in zip(N, D, L)))
     argv = [sys.executable, "-m", "chinchax.cli", "fit", csv, "--approach=3",
             f"--bootstrap={args.resamples}", f"--out={os.path.join(tmp, 'law.json')}", "--quiet"]
 
