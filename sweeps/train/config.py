@@ -126,6 +126,9 @@ def check(c: ml_collections.ConfigDict) -> None:
   for key in POSITIVE:
     if not (json_checks.is_number(c[key]) and c[key] > 0):
       raise UserError(f"config.{key} must be positive, got {c[key]!r}")
+  if int(c.steps_per_dispatch) != c.steps_per_dispatch:
+    raise UserError(f"config.steps_per_dispatch must be a whole number of steps, got "
+                    f"{c.steps_per_dispatch!r}")
   sharding.check_batch(c.batch_size, 1, c.grad_accum, hint="another config.grad_accum")
   _check_optimizer(c.optimizer)
   if not c.model.N:  # an explicit shape: heads must divide d_model (the recipe's always do)
