@@ -188,7 +188,9 @@ def _train_chunk(cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh
   _, shard = state_shardings(cfg, optimizer, mesh, rules, mode)
   replicated = NamedSharding(mesh, PartitionSpec())
   chunk_shard = NamedSharding(mesh, PartitionSpec(None, *sharding.batch_sharding(mesh, rules).spec))
-  train_step = _step_fn(cfg, optimizer, mesh, rules, mode, grad_accum)
+  # jitted inside the chunk (XLA inlines it) so that the metrics' shapes below and the loop's
+  # body share one trace of the model.
+  train_step = jax.jit(_step_fn(cfg, optimizer, mesh, rules, mode, grad_accum))
 
   def train_chunk(state: State, batches_KxBxS: dict[str, jax.Array], lrs_K: jax.Array,
                   n: jax.Array) -> tuple[State, dict[str, jax.Array]]:
@@ -198,8 +200,7 @@ def _train_chunk(cfg: ModelConfig, optimizer: optax.GradientTransformation, mesh
       return train_step(carry[0], batch, lrs_K[i])
 
     first = jax.tree.map(lambda x: x[0], batches_KxBxS)
-    # The loop carries the last step's metrics: zeros of their shapes to start (an abstract
-    # trace, nothing compiled).
+    # The loop carries the last step's metrics: zeros of their shapes to start.
     _, m_shape = jax.eval_shape(train_step, state, first, lrs_K[0])
     metrics = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), m_shape)
     return jax.lax.fori_loop(0, n, body, (state, metrics))
