@@ -16,7 +16,6 @@ import subprocess
 import sys
 import types
 
-import numpy as np
 import pytest
 
 from tests.helpers import train_util as tu
@@ -77,6 +76,7 @@ def _run(mesh, K, sizes, devices=1):
   return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a subprocess each
 @pytest.mark.parametrize("mesh,devices", [((1, 1, 1), 1), ((2, 4, 1), 8)])
 def test_chunks_of_any_length_equal_single_steps_to_the_bit(mesh, devices):
   # 13 steps as chunks of 4, 1, 3, 4 and 1 (full, and cut short): one program for all.
@@ -160,5 +160,4 @@ def test_sigterm_stops_at_the_end_of_its_chunk(dirs):
                           "--config.checkpoint.every_minutes=0"), env)
   assert p.returncode == 143, p.stderr
   m = re.search(r"stopped by SIGTERM at step (\d+); checkpoint saved", p.stdout)
-  assert m and int(m.group(1)) == 12, p.stdout
-  assert 12 - 8 < 6
+  assert m and int(m.group(1)) == 12, p.stdout  # 4 steps past the signal, under one chunk
