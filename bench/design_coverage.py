@@ -18,8 +18,13 @@ C = 6ND at the design's smallest and largest C (tests/helpers/truths.py `a_true`
 Truths (tests/helpers/truths.py): "chinchilla" (the law's own family), "kaplan" (Kaplan et
 al.'s form, no irreducible term), "constant_lr" (a run that never cools down: its loss is
 above the law by 0.02 ln(1 + D/20N); along D, the checkpoints of a WSD run's stable phase),
-"cosine" (checkpoints of a cosine run, above the law until its end; here), "undertrained",
-"broken".
+"undertrained", "broken"; and checkpoints of one run per size whose schedule ends at the
+model's last checkpoint (tests/helpers/truths.py SCHEDULES: "cosine", "linear" decay,
+"cosine_by_N" whose excess is mildly larger for small models), above the law of runs trained
+to each D until the run's end. "checkpoints_ends" runs each model to its own token multiple
+(80 down to 20 tokens per parameter), where the law beneath the schedule is not fitted.
+Columns "sched": fits that fitted the law beneath the schedule (`parametric.schedule`),
+"beneath": fits whose law it is (the checkpoints bent as a schedule bends them).
 """
 
 import argparse
@@ -65,20 +70,23 @@ def mix(rng):
   return np.concatenate(N), np.concatenate(D)
 
 
-DESIGNS = {"ladder": ladder, "checkpoints": checkpoints, "mix": mix}
+def checkpoints_ends(rng):
+  """8 models as `checkpoints`, each run to its own multiple, 80 tokens per parameter for the
+  smallest down to 20 for the largest, evaluated at 15 D from 1 to that multiple."""
+  del rng
+  N = np.geomspace(5e7, 3e9, 8)
+  D = [n * np.geomspace(1, end, 15) for n, end in zip(N, np.geomspace(80, 20, 8))]
+  return np.repeat(N, 15), np.concatenate(D)
 
 
-def cosine(N, D):
-  """Checkpoints of one cosine run per size, to 40 tokens per parameter: a checkpoint at a
-  fraction f of the run sees a learning rate not yet decayed, and its loss sits above a run
-  trained to its D by 0.04 (1 + cos(pi f))/2 nats (none at the end). The truth the fit is
-  after is still the law of runs trained to each D: a is Chinchilla's."""
-  return truths.chinchilla(N, D) + 0.04 * (1 + np.cos(np.pi * np.minimum(D / (40 * N), 1))) / 2
+DESIGNS = {"ladder": ladder, "checkpoints": checkpoints, "mix": mix,
+           "checkpoints_ends": checkpoints_ends}
 
-
+# The schedules' truths are checkpoints of one run per size, above the law of runs trained to
+# each D until the run's end (tests/helpers/truths.py SCHEDULES): a is Chinchilla's.
 TRUTHS = {"chinchilla": truths.chinchilla, **{k: t.loss for k, t in truths.TRUTHS.items()},
-          "cosine": cosine}
-A_OF = {"cosine": truths.chinchilla}  # the law the runs stand for, when not their own loss
+          **truths.SCHEDULES}
+A_OF = {k: truths.chinchilla for k in truths.SCHEDULES}  # the law the runs stand for
 
 
 def main():
@@ -100,7 +108,8 @@ def main():
   print(f"{a.draws} draws per row, {a.resamples} resamples, noise {a.noise:.1%} per run"
         f"{f' and {a.model_noise:.1%} per size' if a.model_noise else ''}")
   print(f"{'design':<12} {'truth':<12} {'a true':>7} {'held':>6} {'width':>7} "
-        f"{'loss law':>8} {'nested':>6} {'bent':>6}  recommended    s/fit")
+        f"{'loss law':>8} {'nested':>6} {'bent':>6} {'sched':>6} {'beneath':>7}  "
+        "recommended    s/fit")
   for dname in a.designs.split(","):
     for tname in a.truths.split(","):
       loss = TRUTHS[tname]
@@ -108,7 +117,7 @@ def main():
       C = 6 * N * D
       a_true = truths.a_true(A_OF.get(tname, loss), [C.min(), C.max()])
       held, widths, predicts, recommended, t0 = 0, [], 0, collections.Counter(), time.time()
-      nested = bent = 0
+      nested = bent = sched = beneath = 0
       seeds = [int(s) for s in a.seeds.split(",")] if a.seeds else range(a.draws)
       for i, seed in enumerate(seeds):
         rng = np.random.default_rng(seed)
@@ -131,13 +140,16 @@ def main():
         predicts += bool(law.predicts_loss)
         nested += "gamma" in law.doc["law"]
         bent += any(w.startswith("the checkpoints bend") for w in law.warnings)
+        schedule = law.doc["approaches"].get("3", {}).get("schedule")
+        sched += schedule is not None
+        beneath += bool(schedule and schedule["adopted"])
         if a.verbose:
           print(f"  {dname} {tname} draw {seed}: Approach {k} [{lo:.3f}, {hi:.3f}] "
                 f"held {held}/{i + 1}", flush=True)
       rec = ", ".join(f"{k}: {v}" for k, v in recommended.most_common())
       print(f"{dname:<12} {tname:<12} {a_true:7.4f} {held:>3}/{a.draws:<3} "
             f"{np.nanmedian(widths) if widths else np.nan:7.3f} {predicts:>4}/{a.draws:<3} "
-            f"{nested:>6} {bent:>6}  "
+            f"{nested:>6} {bent:>6} {sched:>6} {beneath:>7}  "
             f"{rec:<14} {(time.time() - t0) / a.draws:5.1f}")
 
 

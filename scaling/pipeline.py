@@ -12,6 +12,12 @@ data-constrained law (scaling.constrained.two_stage) together with the rest: R_D
 law of a given law.json (`base_law`), else on a base law fitted first to the runs that
 neither repeat data nor exceed N*(U).
 
+On a ladder or a checkpoint suite Approach 3 also fits the nesting form (scaling.parametric.form),
+and on a checkpoint suite whose models all ran to one token multiple the law beneath the
+checkpoints' schedule (scaling.parametric.schedule): either becomes Approach 3's law where the
+runs call for it (the law's form rejected; the checkpoints bent as a schedule bends them),
+else it widens the interval of a.
+
 Approach 2 places its minima by `Options.approach2_method` (scaling.isoflop.minima); it and
 Approach 3 carry `lack_of_fit` (residuals against the noise local fits measure) and warn when
 they do not fit. Every interval holds its estimate (`scaling.numerics.intervals.holding`), warning if it had not.
@@ -42,6 +48,7 @@ from chinchax.scaling.numerics import fmt, intervals, power
 from chinchax.scaling.runs import anomalies
 from chinchax.scaling.runs import design as design_lib
 from chinchax.scaling.parametric import form as form_lib
+from chinchax.scaling.parametric import schedule as schedule_lib
 from chinchax.scaling.law import build as law_build
 from chinchax.scaling.law import schema as law_schema
 from chinchax.scaling.numerics import optimum as opt
@@ -162,9 +169,11 @@ def _approach3(runs: Runs, o: Options, log, design: design_lib.Design
                                   design_lib.sizes_of(runs.N) if by_size else None)
         if nested is not None:
           fit3, samples = nested, draws_Rx6
-  entry["lack_of_fit"] = checks.approach3(runs, fit3)
   if design.kind == "checkpoints":
     entry["curve_shape"] = checks.curve_shape(runs, fit3, design_lib.sizes_of(runs.N))
+    if o.bootstrap and by_size:
+      fit3, samples = _schedule(runs, o, log, entry, fit3, samples, design_lib.sizes_of(runs.N))
+  entry["lack_of_fit"] = checks.approach3(runs, fit3)
   if (entry["lack_of_fit"] or {}).get("fits") is False:
     entry["warnings"].append(checks.approach3_message(
         entry["lack_of_fit"], form_lib.TEXT if "gamma" in entry else law_schema.PARAMETRIC))
@@ -238,6 +247,71 @@ def _adopt(entry: dict, ff, draws_Rx6: np.ndarray, o: Options) -> None:
   # No `checks.shifted` here: the reflected interval holds its estimate by construction.
   ci_a = entry["form"]["ci_a"]  # the reflected and profile intervals' hull (`_form`)
   entry["ci"]["a"], entry["ci"]["b"] = ci_a, [1 - ci_a[1], 1 - ci_a[0]]
+
+
+def _schedule(runs: Runs, o: Options, log, entry: dict, fit3, samples, sizes_n):
+  """The law beneath the checkpoints' schedule (`parametric.schedule`), where every model ran
+  to one token multiple. The table does not say whether a checkpoint's schedule had ended,
+  so both readings are kept: when the checkpoints bend as a schedule does (the curve-shape
+  check) the law beneath it becomes Approach 3's law, with its own draws and interval of a,
+  and the law read directly is kept under `schedule.without`; otherwise the interval of a
+  is the hull of both readings'. Returns Approach 3's fit and draws, replaced or not."""
+  pl = schedule_lib.places(runs.N, runs.D, sizes_n)
+  if isinstance(pl, str):
+    entry.setdefault("notes", []).append(
+        f"the checkpoints' schedule is not fitted ({schedule_lib.TEXT}): {pl}")
+    return fit3, samples
+  if "gamma" in entry:  # the runs reject the law's form, which the schedule's law has
+    entry.setdefault("notes", []).append(
+        f"the checkpoints' schedule is not fitted ({schedule_lib.TEXT}): the runs reject the "
+        f"law's form, and the nesting form {form_lib.TEXT} is Approach 3's law")
+    return fit3, samples
+  law_theta = [entry[k] for k in ("E", "A", "B", "alpha", "beta")]
+  sf = schedule_lib.fit(runs.N, runs.D, runs.loss, law_theta, pl, o.delta)
+  log(f"schedule: {schedule_lib.TEXT}, every model to {pl.multiple:.3g} tokens per parameter: "
+      f"a = {sf.a:.3f} ({min(o.bootstrap, schedule_lib.MAX_RESAMPLES)} resamples) ...")
+  draws = schedule_lib.bootstrap(runs.N, runs.D, runs.loss, sf, o.delta,
+                                 n_resamples=o.bootstrap, seed=o.seed, clusters=sizes_n)
+  draws = draws[np.all(draws[:, 1:] > 0, axis=1)]
+  if not len(draws):
+    entry.setdefault("notes", []).append(
+        f"the checkpoints' schedule is not fitted ({schedule_lib.TEXT}): none of its "
+        "bootstrap refits gave a law")
+    return fit3, samples
+  a_S = power.from_theta(draws)[:, 0]
+  ci_a = intervals.holding(intervals.interval(a_S, o.ci), sf.a)
+  shape = entry.get("curve_shape")
+  adopt = shape is not None and shape["p_value"] < checks.P_SHAPE
+  before = {"form": law_schema.PARAMETRIC, "a": entry["a"], "ci_a": entry["ci"]["a"]}
+  entry["schedule"] = {
+      "form": schedule_lib.TEXT, "tokens_per_param": pl.multiple,
+      "f": [float(v) for v in np.exp(pl.knots)], "g": [float(v) for v in sf.g],
+      "a": sf.a, "ci_a": ci_a, "p_value": sf.p_value, "n_resamples": int(len(a_S)),
+      "adopted": adopt}
+  said = (f"{schedule_lib.TEXT} (each model's run to {pl.multiple:.3g} tokens per parameter, "
+          f"g at its checkpoints' places) gives a = {sf.a:.3f} {fmt.interval(ci_a)}, the law "
+          f"read directly {before['a']:.3f} {fmt.interval(before['ci_a'])}")
+  if adopt:
+    entry["schedule"]["without"] = before
+    P = power.from_theta(sf.law)
+    entry.update(dict(zip(("E", "A", "B", "alpha", "beta"), map(float, sf.law))),
+                 **dict(zip(power.NAMES, map(float, P))), objective=sf.objective)
+    columns = {**dict(zip(("E", "A", "B", "alpha", "beta"), draws.T)),
+               **dict(zip(power.NAMES, power.from_theta(draws).T))}
+    entry["ci"] = _interval_block(columns, ("E", "A", "B", "alpha", "beta", "a", "b"), o.ci,
+                                  entry)
+    entry["ci"]["a"], entry["ci"]["b"] = ci_a, [1 - ci_a[1], 1 - ci_a[0]]
+    entry.setdefault("notes", []).append(
+        "the checkpoints bend as a schedule's decay bends them, so Approach 3's law is the law "
+        f"beneath the schedule: {said}")
+    return sf, draws
+  hull = [min(before["ci_a"][0], ci_a[0]), max(before["ci_a"][1], ci_a[1])]
+  entry["ci"]["a"], entry["ci"]["b"] = hull, [1 - hull[1], 1 - hull[0]]
+  entry.setdefault("notes", []).append(
+      "on checkpoints of one run per model a also rests on whether each checkpoint's schedule "
+      f"had ended, which the runs do not say: {said}; the interval of a given is the hull of "
+      "both")
+  return fit3, samples
 
 
 def _refuse_a_law_that_rises(entry: dict) -> None:
@@ -361,7 +435,8 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
       entries[k]["backtest"] = backtest_doc.miss(bt, k)
   shape = (entries.get("3") or {}).get("curve_shape")
   if shape and shape["p_value"] < checks.P_SHAPE:  # the runs', not Approach 3's: no problem
-    warnings.append(checks.curve_shape_message(shape))
+    warnings.append(checks.curve_shape_message(
+        shape, beneath=entries["3"].get("schedule", {}).get("adopted", False)))
   for k in sorted(entries):
     warnings += [f"Approach {k}: {w}" for w in entries[k]["warnings"]]
     notes += [f"Approach {k}: {n}" for n in entries[k].get("notes", ())]
@@ -409,7 +484,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   else:  # only the data-constrained law was fitted, on the given base law
     doc = _base_law_doc(o, common)
   doc["fit"]["disagreements"] = disagreements
-  if approach == "3" and "form" in entries.get("3", {}) and doc.get("ci"):
+  if approach == "3" and ({"form", "schedule"} & set(entries.get("3", {}))) and doc.get("ci"):
     doc["ci"]["a"], doc["ci"]["b"] = entries["3"]["ci"]["a"], entries["3"]["ci"]["b"]
   doc["data"]["design"] = design.to_dict()
   if entries:

@@ -43,7 +43,9 @@ def approach3(runs: Runs, fit3) -> dict | None:
   y = runs.loss[bud.idx_n]
   loc, sigma = local_fits(bud, y)
   N, D = runs.N[bud.idx_n], runs.D[bud.idx_n]
-  if hasattr(fit3, "gamma"):  # the nesting form, adopted as the law
+  if hasattr(fit3, "places"):  # the law beneath a schedule: the checkpoints carry its excess
+    predicted = fit3.predict(N, D, fit3.places.f_n[bud.idx_n])
+  elif hasattr(fit3, "gamma"):  # the nesting form, adopted as the law
     predicted = fit3.predict(N, D)
   else:  # the law's own sum, in the order its records were first written
     predicted = fit3.E + fit3.A * N**-fit3.alpha + fit3.B * D**-fit3.beta
@@ -90,11 +92,16 @@ def curve_shape(runs: Runs, fit3, sizes_n: np.ndarray) -> dict | None:
           "mean_by_place": [float(m) for m in mean_b]}
 
 
-def curve_shape_message(record: dict) -> str:
+def curve_shape_message(record: dict, beneath: bool = False) -> str:
+  """The bend named; `beneath`: Approach 3's law was fitted beneath the schedule
+  (`parametric.schedule`), else nothing corrected it."""
   by = ", ".join(f"{1e3 * m:+.1f}" for m in record["mean_by_place"])
+  what = ("Approach 3's law is the law beneath the schedule, read at each checkpoint's place "
+          "in its run (see the notes); it assumes the last checkpoint of each model is its "
+          "run's end" if beneath else
+          "if these are checkpoints of one run per size, a is biased: fit runs trained to "
+          "each D, or their cooldown branches")
   return (f"the checkpoints bend along D as the law does not: their residuals follow their "
           f"place in each model's run (from first to last fifth, {by} x 1e-3 in log-loss; "
           f"chi2 = {record['chi2']:.1f} on {record['dof']} degrees of freedom, p = "
-          f"{record['p_value']:.1g}), as a learning-rate schedule's decay bends them; if these "
-          "are checkpoints of one run per size, a is biased: fit runs trained to each D, or "
-          "their cooldown branches")
+          f"{record['p_value']:.1g}), as a learning-rate schedule's decay bends them; {what}")

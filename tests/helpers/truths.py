@@ -13,6 +13,13 @@ Every estimator is tested on these, not only on data drawn from the law it fits:
   broken power law, Caballero et al. 2023), so the compute-optimal exponent changes across
   budgets.
 
+Checkpoint suites (one run per size, evaluated along D) of schedules that end at each model's
+last checkpoint, whose loss sits above a run trained to its D by an excess proportional to the
+learning rate still to decay at the checkpoint's place f = D / D_end in its run (`SCHEDULES`):
+"cosine", 0.04·(1 + cos(pi f))/2 nats; "linear" (a linear decay to zero), 0.04·(1 - f);
+"cosine_by_N", the cosine excess times (N/3.9e8)^-0.05, so mildly larger for small models.
+The law they stand for, the one a fit is after, is Hoffmann et al.'s of runs trained to each D.
+
 Sweeps have heavy-tailed noise (Student t, 3 degrees of freedom) and a few diverged runs
 (their loss stuck 0.5-2 nats above where it should be). The true compute-optimal exponent is
 computed independently of any estimator: the true loss is minimised numerically along each
@@ -50,6 +57,34 @@ def broken(N, D, D_b=3e10, beta_1=0.22, beta_2=0.36, s=2.0):
   E, A, _, alpha, _ = HOFFMANN
   data = 120.0 * D**-beta_1 * (1 + (D / D_b)**(1 / s))**(-(beta_2 - beta_1) * s)
   return E + A / N**alpha + data
+
+
+def place_in_run(N, D):
+  """Each checkpoint's place in its model's run: D over the largest D of its size (N equal
+  to the bit), the run's end."""
+  _, of = np.unique(N, return_inverse=True)
+  end = np.zeros(of.max() + 1)
+  np.maximum.at(end, of, D)
+  return D / end[of]
+
+
+def cosine_checkpoints(N, D):
+  return chinchilla(N, D) + 0.04 * (1 + np.cos(np.pi * place_in_run(N, D))) / 2
+
+
+def linear_checkpoints(N, D):
+  return chinchilla(N, D) + 0.04 * (1 - place_in_run(N, D))
+
+
+def cosine_by_N_checkpoints(N, D):
+  return (chinchilla(N, D)
+          + 0.04 * (N / 3.9e8)**-0.05 * (1 + np.cos(np.pi * place_in_run(N, D))) / 2)
+
+
+# A checkpoint suite's loss, called with the whole suite's N and D: the runs' ends are read
+# from them. The law each stands for is `chinchilla`.
+SCHEDULES = {"cosine": cosine_checkpoints, "linear": linear_checkpoints,
+             "cosine_by_N": cosine_by_N_checkpoints}
 
 
 def N_star(loss: Callable, C: float) -> float:

@@ -1,0 +1,113 @@
+"""The law beneath a checkpoint suite's schedule (scaling/parametric/schedule.py) and what the
+fit does with it: fitted only where every model ran to one token multiple, and said so where
+not; the law beneath a cosine schedule recovered exactly from noiseless checkpoints, where
+the law read directly is off; adopted when the checkpoints bend as a schedule does, its
+interval then holding the truth the law's interval misses; joined to the law's interval
+otherwise."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import chinchax
+from chinchax.scaling.parametric import fit as parametric
+from chinchax.scaling.parametric import schedule
+from chinchax.scaling.runs import design
+from tests.helpers import synthetic_law, truths
+
+A_TRUE = 0.28 / (0.34 + 0.28)  # Hoffmann et al.'s beta / (alpha + beta)
+LAW = "E + A/N^alpha + B/D^beta"
+
+
+def _suite(ends=None):
+  """8 models, 15 checkpoints each from 1 token per parameter to the model's end multiple
+  (40 for every model unless `ends` gives one per model)."""
+  N, u = np.meshgrid(np.geomspace(5e7, 3e9, 8), np.linspace(0, 1, 15))  # bench's order
+  ends = np.full(8, 40.0) if ends is None else np.asarray(ends, float)
+  return N.ravel(), (N * ends**u).ravel()
+
+
+def _noisy(loss, seed=0):
+  return loss * np.exp(0.005 * np.random.default_rng(seed).standard_normal(len(loss)))
+
+
+def _fit(N, D, L, bootstrap=100):
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    return chinchax.fit({"N": N, "D": D, "loss": L}, bootstrap=bootstrap, seed=0)
+
+
+def test_places_need_one_token_multiple_and_six_models():
+  N = np.repeat([1e8, 2e8, 4e8, 8e8, 1.6e9, 3.2e9], 3)
+  for end, one in ((41.0, True), (43.0, False)):  # one model 2.5% or 7.5% past the others
+    D = np.concatenate([n * np.array([4.0, 10.0, end if n == 1e8 else 40.0]) for n in N[::3]])
+    pl = schedule.places(N, D, design.sizes_of(N))
+    if one:
+      assert pl.multiple == pytest.approx(40.0)
+      np.testing.assert_allclose(pl.f_n[3:6], [0.1, 0.25, 1.0])
+      np.testing.assert_allclose(np.exp(pl.knots), [4 / 41, 0.1, 10 / 41, 0.25])
+    else:
+      assert pl.startswith("the models' last checkpoints are at 40-43 tokens per parameter, "
+                           "not one multiple (within 5%)"), pl
+  five = N[:15]
+  assert schedule.places(five, 40 * five, design.sizes_of(five)).startswith("5 sizes;")
+
+
+def test_g_is_linear_in_log_f_between_knots_and_zero_at_the_end():
+  knots = np.log([0.1, 0.5])
+  f = np.array([0.05, 0.1, np.sqrt(0.05), 0.5, np.sqrt(0.5), 1.0])
+  expected = [[1, 0], [1, 0], [0.5, 0.5], [0, 1], [0, 0.5], [0, 0]]
+  np.testing.assert_allclose(schedule.basis(np.log(f), knots), expected, atol=1e-12)
+
+
+def test_the_law_beneath_a_cosine_schedule_is_recovered_from_noiseless_checkpoints():
+  N, D = _suite()
+  L = truths.cosine_checkpoints(N, D)
+  law = parametric.fit_parametric(N, D, L)
+  assert abs(law.a - A_TRUE) > 0.03  # the law read directly bends to follow the schedule
+  pl = schedule.places(N, D, design.sizes_of(N))
+  sf = schedule.fit(N, D, L, (law.E, law.A, law.B, law.alpha, law.beta), pl, 1e-3)
+  np.testing.assert_allclose(sf.law, synthetic_law.HOFFMANN, rtol=2e-3)
+  f = np.exp(pl.knots)
+  np.testing.assert_allclose(sf.g, 0.04 * (1 + np.cos(np.pi * f)) / 2, atol=2e-4)
+  np.testing.assert_allclose(sf.predict(N, D, pl.f_n), L, rtol=1e-5)
+
+
+@pytest.mark.parametrize("schedule_name", ["cosine", "linear"])
+def test_checkpoints_bent_by_a_schedule_get_the_law_beneath_it(schedule_name):
+  """Seed 0: the cosine (and linear-decay) suite's law read directly misses the truth's a;
+  the law beneath the schedule is Approach 3's law, recommended, and its interval holds it."""
+  N, D = _suite()
+  law = _fit(N, D, _noisy(truths.SCHEDULES[schedule_name](N, D)))
+  e3 = law.doc["approaches"]["3"]
+  assert e3["schedule"]["adopted"], e3["schedule"]
+  assert abs(law.a - A_TRUE) < abs(e3["schedule"]["without"]["a"] - A_TRUE)
+  assert law.recommended["approach"] == "3" and law.form == LAW and law.predicts_loss
+  lo, hi = law.doc["ci"]["a"]
+  assert lo <= A_TRUE <= hi and hi - lo < 0.15
+  assert e3["schedule"]["tokens_per_param"] == pytest.approx(40.0)
+  assert any("the law beneath the schedule" in w for w in law.doc["warnings"])
+  N_far, D_far = 3e10, 6e11  # 10x the largest model, trained to 20 tokens per parameter
+  assert abs(law.predict(N_far, D_far) / synthetic_law.loss(N_far, D_far) - 1) < 0.02
+
+
+def test_the_law_is_kept_where_the_checkpoints_do_not_bend_and_its_interval_widened():
+  N, D = _suite()
+  law = _fit(N, D, _noisy(synthetic_law.loss(N, D)))
+  e3 = law.doc["approaches"]["3"]
+  assert not e3["schedule"]["adopted"]
+  assert law.a == e3["a"] != e3["schedule"]["a"]
+  lo, hi = law.doc["ci"]["a"]
+  s_lo, s_hi = e3["schedule"]["ci_a"]
+  assert lo <= s_lo and s_hi <= hi and lo <= law.a <= hi
+  assert any("the interval of a given is the hull of both" in n and "g(D/D_end)" in n
+             for n in law.doc["notes"])
+
+
+def test_models_run_to_different_multiples_are_not_given_the_schedule_and_told_why():
+  N, D = _suite(ends=np.geomspace(80, 20, 8))
+  law = _fit(N, D, _noisy(truths.cosine_checkpoints(N, D)), bootstrap=20)
+  assert "schedule" not in law.doc["approaches"]["3"]
+  assert any(n.startswith("Approach 3: the checkpoints' schedule is not fitted") and
+             "20-80 tokens per parameter, not one multiple" in n for n in law.doc["notes"])
