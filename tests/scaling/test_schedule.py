@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import chinchax
+from chinchax.scaling.law.artifact import ScalingLaw
 from chinchax.scaling.parametric import fit as parametric
 from chinchax.scaling.parametric import schedule
 from chinchax.scaling.runs import design
@@ -75,7 +76,7 @@ def test_the_law_beneath_a_cosine_schedule_is_recovered_from_noiseless_checkpoin
 
 
 @pytest.mark.parametrize("schedule_name", ["cosine", "linear"])
-def test_checkpoints_bent_by_a_schedule_get_the_law_beneath_it(schedule_name):
+def test_checkpoints_bent_by_a_schedule_get_the_law_beneath_it(schedule_name, tmp_path):
   """Seed 0: the cosine (and linear-decay) suite's law read directly misses the truth's a;
   the law beneath the schedule is Approach 3's law, recommended, and its interval holds it."""
   N, D = _suite()
@@ -90,6 +91,9 @@ def test_checkpoints_bent_by_a_schedule_get_the_law_beneath_it(schedule_name):
   assert any("the law beneath the schedule" in w for w in law.doc["warnings"])
   N_far, D_far = 3e10, 6e11  # 10x the largest model, trained to 20 tokens per parameter
   assert abs(law.predict(N_far, D_far) / synthetic_law.loss(N_far, D_far) - 1) < 0.02
+  law.save(tmp_path / "law.json")
+  again = ScalingLaw.load(tmp_path / "law.json")
+  assert again.a == law.a and again.doc["approaches"]["3"]["schedule"]["adopted"]
 
 
 def test_the_law_is_kept_where_the_checkpoints_do_not_bend_and_its_interval_widened():
