@@ -216,7 +216,10 @@ def test_ray_on_two_nodes_reruns_the_cell_of_a_lost_node_elsewhere(tmp_path, loc
   try:
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
     threading.Thread(target=kill_a_node_mid_cell, daemon=True).start()
-    result = sweep.sweep(_config(wd, "--config.executor=ray"), str(wd), quiet=True,
+    # One step per dispatch: chunks of 16 end these tiny cells too soon after their first
+    # checkpoint for the watcher to catch both mid-cell.
+    config = _config(wd, "--config.executor=ray", "--config.train.steps_per_dispatch=1")
+    result = sweep.sweep(config, str(wd), quiet=True,
                          stop=stop_lib.StopFlag())
   finally:
     killed.append(False)  # ends the thread

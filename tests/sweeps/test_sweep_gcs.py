@@ -46,8 +46,8 @@ def _watch_metrics_against_checkpoints(monkeypatch):
   saved, written = {}, {}
   save, write = checkpoint.Checkpointer.maybe_save, metrics.MetricsWriter.write
 
-  def maybe_save(self, step, state, force=False):
-    done = save(self, step, state, force=force)
+  def maybe_save(self, step, state, force=False, steps=1):
+    done = save(self, step, state, force=force, steps=steps)
     run, folder = os.path.split(str(self._mgr.directory))
     if done and folder == "checkpoints":  # the ones a resume restores
       saved[run] = step
@@ -121,7 +121,9 @@ def test_tiny_sweep_trains_on_gcs_and_a_rerun_skips_it(fake_gcs, monkeypatch, ca
   job = spec_lib.resolve(c, URL).jobs[0]
   job.config.log_every = 2  # rows before the stop, kept as they are by the resumed run
   run = f"{URL}-resume/{job.name}"
-  assert loop.train(job.config, run, stop=StopAfter(6), quiet=True)["status"] == "stopped"
+  # The flag is read at the end of each dispatch, and log_every = 2 ends one every 2 steps:
+  # its third look is at step 6.
+  assert loop.train(job.config, run, stop=StopAfter(3), quiet=True)["status"] == "stopped"
   stopped_rows = records.read_metrics(f"{run}/metrics.jsonl")
   with fake_gcs.local(f"{run}/metrics.jsonl").open("a") as f:
     f.write(json.dumps({"step": 7, "train_loss": 99.0}) + "\n")

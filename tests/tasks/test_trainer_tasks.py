@@ -280,8 +280,8 @@ def test_a_tiny_train_scores_the_builtin_task_and_fit_tasks_reads_its_workdir(tm
                         env={**os.environ, "PYTHONPATH": ROOT})
   assert proc.returncode == 0, proc.stderr[-2000:]
   programs = json.loads(proc.stdout.strip().splitlines()[-1])
-  steps = {n: programs["by_name"][n][:2] for n in ("jit(train_step)", "jit(eval_step)")}
-  assert steps == {"jit(train_step)": [1, 1], "jit(eval_step)": [1, 1]}, programs["by_name"]
+  steps = {n: programs["by_name"][n][:2] for n in ("jit(train_chunk)", "jit(eval_step)")}
+  assert steps == {"jit(train_chunk)": [1, 1], "jit(eval_step)": [1, 1]}, programs["by_name"]
   assert not [n for n in programs["by_name"] if "score" in n], programs["by_name"]
   rows = [json.loads(l) for l in open(run / "metrics.jsonl")]
   scored = [r for r in rows if "tasks" in r]
