@@ -7,9 +7,12 @@ With libtpu installed, `jax.experimental.topologies` describes any TPU slice wit
 (compile-only devices); elsewhere the target is this machine's own devices. Nothing is
 allocated: the state and the batch are ShapeDtypeStructs carrying their shardings
 (`sweeps.train.step.state_shardings`: the config's mesh, `models.sharding.RULES`, fsdp or
-shard_grad_op), the steps are the ones a run jits (`sweeps.train.step.make_train_step` with the
-cell's batch and grad_accum, `make_eval_step`), lowered with `.lower()` and compiled with
-`.compile()` exactly as on the slice.
+shard_grad_op), the steps are the ones a run jits, lowered with `.lower()` and compiled with
+`.compile()` exactly as on the slice: the train chunk the trainer dispatches
+(`sweeps.train.step.make_train_chunk`: `Setup.K` steps, the cell's `steps_per_dispatch`, over
+K stacked batches, with the cell's batch and grad_accum), or the one-step program where the
+trainer keeps one step per dispatch (K = 1: a sequence-length warmup, whose batches change
+shape; its full length is the largest program), and `make_eval_step`.
 
 What a compiled program reports, per chip (`Compiled.memory_analysis()`): arguments, outputs,
 the outputs aliased to donated arguments, temporaries and code; its peak HBM is
@@ -23,9 +26,12 @@ reports none (the tiny config's first cell on v5e:2x2: 5 MiB of temporaries, all
 
 A program that cannot fit a TPU is refused by its compiler (RESOURCE_EXHAUSTED); then its HBM
 is the arguments (counted from the shardings) plus the temporaries the error names, a lower
-bound. A GPU's compiler refuses nothing: the fit is the caller's comparison alone. The eval step runs while the train state stays resident, so its peak is the train
-step's arguments plus its own outputs, temporaries and code. FLOPs per step are the compiled
-program's (`sweeps.accel.hlo_flops`, every loop counted) × devices.
+bound. A GPU's compiler refuses nothing: the fit is the caller's comparison alone. The
+arguments of a chunk hold its K batches (K x B x S inputs and targets, K learning rates). The
+eval step runs while the train state stays resident, so its peak is the train program's
+arguments plus its own outputs, temporaries and code. FLOPs per step are the compiled
+program's (`sweeps.accel.hlo_flops`, every loop counted) × devices / K: the chunk's loop runs to
+an argument n that the program does not hold, and is counted K times, a full chunk.
 """
 
 import dataclasses
@@ -66,18 +72,20 @@ class Setup:
   mode: str = "fsdp"
   batch_size: int = 1
   grad_accum: int = 1
+  K: int = 1            # train steps per dispatch: the chunk program, or the one step (1)
 
 
 @dataclasses.dataclass(frozen=True)
 class Program:
-  """What one compiled step reports, per chip."""
+  """What one compiled program reports, per chip."""
   argument_bytes: int
   output_bytes: int = 0
   alias_bytes: int = 0
   temp_bytes: int = 0
   code_bytes: int = 0
   flops: float | None = None        # per step, all devices, loops counted
-  flops_xla: float | None = None    # XLA's own per-device figure (loop bodies once)
+  flops_xla: float | None = None    # XLA's own per-device figure (loop bodies once: of a
+                                    # chunk, one step and what is outside its loop)
   compile_s: float = 0.0
   error: str | None = None          # the compiler's refusal, one line
   cached: bool = False              # read from `sweeps.accel.aot_cache`; compile_s is the first's
@@ -192,7 +200,7 @@ def _required_temp(message: str) -> int | None:
   return None
 
 
-def _compile(lowered, devices: Sequence, arguments: int) -> Program:
+def _compile(lowered, devices: Sequence, arguments: int, K: int = 1) -> Program:
   """Compiles, or reads what an identical compile reported before (`sweeps.accel.aot_cache`)."""
   k = aot_cache.key(lowered, devices)
   seen = aot_cache.load(k)
@@ -201,12 +209,12 @@ def _compile(lowered, devices: Sequence, arguments: int) -> Program:
       return dataclasses.replace(Program(**seen), cached=True)
     except TypeError:  # written by another version of Program: compile again
       pass
-  program = _compile_now(lowered, len(devices), arguments)
+  program = _compile_now(lowered, len(devices), arguments, K)
   aot_cache.store(k, dataclasses.asdict(program))
   return program
 
 
-def _compile_now(lowered, n_devices: int, arguments: int) -> Program:
+def _compile_now(lowered, n_devices: int, arguments: int, K: int = 1) -> Program:
   t = time.perf_counter()
   try:
     compiled = lowered.compile()
@@ -219,11 +227,12 @@ def _compile_now(lowered, n_devices: int, arguments: int) -> Program:
                    error=_first_line(e))
   seconds = time.perf_counter() - t
   m = compiled.memory_analysis()
-  counted = hlo_flops.count(compiled.as_text())
+  # A chunk's loop runs to its argument n: counted as a full chunk, K steps, then per step.
+  counted = hlo_flops.count(compiled.as_text(), entry_trips=K if K > 1 else None)
   return Program(
       int(m.argument_size_in_bytes), int(m.output_size_in_bytes), int(m.alias_size_in_bytes),
       int(m.temp_size_in_bytes), int(m.generated_code_size_in_bytes),
-      flops=counted.flops * n_devices, flops_xla=counted.flops_once, compile_s=seconds)
+      flops=counted.flops * n_devices / K, flops_xla=counted.flops_once, compile_s=seconds)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,6 +244,7 @@ class Lowered:
   train_arguments: int
   eval_arguments: int
   state: object         # the abstract state: ShapeDtypeStructs with their shardings
+  K: int = 1            # train steps in one dispatch of `train`
 
 
 def lower(setup: Setup, devices: Sequence, with_eval: bool = True) -> Lowered:
@@ -249,9 +259,6 @@ def lower(setup: Setup, devices: Sequence, with_eval: bool = True) -> Lowered:
   tx = optimizer.make(setup.optimizer)  # the run's: the learning rate an argument of the step
   rules = sharding.RULES
   abstract, _ = step_lib.state_shardings(cfg, tx, mesh, rules, setup.mode)
-  train = step_lib.make_train_step(cfg, tx, mesh, rules, setup.mode,
-                                   global_batch_size=setup.batch_size,
-                                   grad_accum=setup.grad_accum)
   bs = sharding.batch_sharding(mesh, rules)
   batch = {k: jax.ShapeDtypeStruct((setup.batch_size, cfg.shape.seq_len), jnp.int32,
                                    sharding=bs) for k in ("inputs", "targets")}
@@ -259,15 +266,28 @@ def lower(setup: Setup, devices: Sequence, with_eval: bool = True) -> Lowered:
   if with_eval:
     evaluate = step_lib.make_eval_step(cfg, tx, mesh, rules, setup.mode)
     lowered_eval = evaluate.lower(abstract["params"], batch)
-  lr = jax.ShapeDtypeStruct((), jnp.float32)
-  return Lowered(train.lower(abstract, batch, lr), lowered_eval, list(mesh.devices.flat),
-                 _shard_bytes(abstract) + _shard_bytes(batch),
-                 _shard_bytes(abstract["params"]) + _shard_bytes(batch), abstract)
+  scalar = lambda dtype: jax.ShapeDtypeStruct((), dtype)
+  if setup.K == 1:
+    train = step_lib.make_train_step(cfg, tx, mesh, rules, setup.mode,
+                                     global_batch_size=setup.batch_size,
+                                     grad_accum=setup.grad_accum)
+    args = (batch, scalar(jnp.float32))
+  else:  # the trainer's chunk (sweeps/train/loop.py `compiled`): K batches, K rates, n
+    train = step_lib.make_train_chunk(cfg, tx, mesh, rules, setup.mode,
+                                      global_batch_size=setup.batch_size,
+                                      grad_accum=setup.grad_accum, K=setup.K)
+    chunk = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, *bs.spec))
+    args = ({k: jax.ShapeDtypeStruct((setup.K, *x.shape), x.dtype, sharding=chunk)
+             for k, x in batch.items()},
+            jax.ShapeDtypeStruct((setup.K,), jnp.float32), scalar(jnp.int32))
+  return Lowered(train.lower(abstract, *args), lowered_eval, list(mesh.devices.flat),
+                 _shard_bytes(abstract) + _shard_bytes(args),
+                 _shard_bytes(abstract["params"]) + _shard_bytes(batch), abstract, setup.K)
 
 
 def compile_lowered(low: Lowered) -> tuple[Program, Program | None]:
   """(train, eval) as compiled; the eval's HBM includes the resident train state."""
-  train = _compile(low.train, low.devices, low.train_arguments)
+  train = _compile(low.train, low.devices, low.train_arguments, low.K)
   if low.eval is None or train.error:
     return train, None
   ev = _compile(low.eval, low.devices, low.eval_arguments)

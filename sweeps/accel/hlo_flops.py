@@ -11,7 +11,10 @@ where once(C) is XLA's own cost analysis of computation C as an entry (loops in 
 the sum runs over the loops C calls directly or through non-loop calls. The trip count is
 the loop's `known_trip_count` when the compiler records it, else the bound of its condition
 `i < K` (jax's scans count from 0 in steps of 1). A loop whose trip count cannot be read
-counts once, and `unknown_loops` says how many there were.
+counts once, and `unknown_loops` says how many there were, except a loop of the entry
+computation when the caller knows its trips (`entry_trips`): the train chunk
+(`sweeps.train.step.make_train_chunk`) is a `fori_loop` to an argument n, which the program
+does not hold, and runs K steps when the chunk is full.
 
 Each `once` is XLA's `hlo_module_cost_analysis` on a module rebuilt from the text with that
 computation as the entry, on the CPU client: the count is backend-independent HLO arithmetic
@@ -38,7 +41,7 @@ class Flops:
   flops: float          # per device, loops counted trips times
   flops_once: float     # XLA's figure: loop bodies once
   loops: int
-  unknown_loops: int
+  unknown_loops: int    # counted once (the entry's given `entry_trips` are not unknown)
 
 
 def _computations(text: str) -> tuple[dict[str, list[str]], str]:
@@ -95,8 +98,9 @@ def _loops(comps, name: str, seen: set[str]) -> list[tuple[str, int | None]]:
   return out
 
 
-def count(hlo_text: str) -> Flops:
-  """Per-device FLOPs of the optimized HLO `hlo_text` (`Compiled.as_text()`)."""
+def count(hlo_text: str, entry_trips: int | None = None) -> Flops:
+  """Per-device FLOPs of the optimized HLO `hlo_text` (`Compiled.as_text()`); a loop of the
+  entry computation whose trip count the program does not hold runs `entry_trips` times."""
   from jax._src.lib import _jax  # pylint: disable=g-import-not-at-top
   from jaxlib import _hlo  # pylint: disable=g-import-not-at-top
 
@@ -117,6 +121,8 @@ def count(hlo_text: str) -> Flops:
       extra = 0.0
       for body, trips in _loops(comps, name, {name}):
         stats["loops"] += 1
+        if trips is None and name == entry and entry_trips is not None:
+          trips = entry_trips
         if trips is None:
           stats["unknown"] += 1
           trips = 1

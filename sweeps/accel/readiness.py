@@ -29,6 +29,7 @@ from chinchax.models.config import ModelConfig
 from chinchax.scaling.runs import conventions
 from chinchax.sweeps.accel import aot
 from chinchax.sweeps.chips import hardware
+from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import optimizer
 
 
@@ -49,14 +50,17 @@ class Cell(Protocol):
 
 
 def setup_for(cell: Cell, c: ml_collections.ConfigDict) -> aot.Setup:
-  """What a cell's run compiles: its shape and batch, the config's numerics, mesh, sharding."""
+  """What a cell's run compiles: its shape and batch, the config's numerics, mesh, sharding,
+  and its steps per dispatch as the trainer takes them (sweeps/train/loop.py `chunk_size`:
+  one while a sequence-length warmup changes the batches' shape)."""
   t = cell.train_config(c)
   m = t.model
   model = ModelConfig(cell.shape, compute_dtype=m.compute_dtype, param_dtype=m.param_dtype,
                       remat=m.remat, z_loss=m.z_loss)
+  K = 1 if len(run_config.lengths(t).stages) > 1 else int(t.steps_per_dispatch)
   return aot.Setup(model, optimizer.OptimizerConfig(**t.optimizer.to_dict()), cell.steps,
                    (t.mesh.data, t.mesh.fsdp, t.mesh.tensor), t.sharding, cell.batch_size,
-                   t.grad_accum)
+                   t.grad_accum, K)
 
 
 def remedies(s: aot.Setup, n_devices: int, slices: int = 1) -> list[tuple[tuple[str, ...],
@@ -147,7 +151,7 @@ def check(cells: list[Cell], c: ml_collections.ConfigDict, devices: list,
           workers: int | None = None) -> list[Row]:
   """Compiles every cell (each distinct setup once) and looks for remedies."""
   setups = [setup_for(cell, c) for cell in cells]
-  key = lambda s: (s.model, s.mesh, s.mode, s.batch_size, s.grad_accum)
+  key = lambda s: (s.model, s.mesh, s.mode, s.batch_size, s.grad_accum, s.K)
   first, names = {}, {}
   for i in compile_order(cells):
     first.setdefault(key(setups[i]), setups[i])
