@@ -13,10 +13,10 @@ law of a given law.json (`base_law`), else on a base law fitted first to the run
 neither repeat data nor exceed N*(U).
 
 On a ladder or a checkpoint suite Approach 3 also fits the nesting form (scaling.parametric.form),
-and on a checkpoint suite whose models all ran to one token multiple the law beneath the
-checkpoints' schedule (scaling.parametric.schedule): either becomes Approach 3's law where the
-runs call for it (the law's form rejected; the checkpoints bent as a schedule bends them),
-else it widens the interval of a.
+and on a checkpoint suite of 6+ models (one run each, its last checkpoint the run's end) the
+law beneath the checkpoints' schedule (scaling.parametric.schedule): either becomes Approach
+3's law where the runs call for it (the law's form rejected; the checkpoints bent as a
+schedule bends them), else it widens the interval of a.
 
 Approach 2 places its minima by `Options.approach2_method` (scaling.isoflop.minima); it and
 Approach 3 carry `lack_of_fit` (residuals against the noise local fits measure) and warn when
@@ -28,6 +28,7 @@ data-constrained fit's), all in law.json's top-level `warnings`.
 """
 
 import dataclasses
+import re
 import warnings as warnings_lib
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +44,7 @@ from chinchax.scaling.constrained import two_stage as dc_two_stage
 from chinchax.scaling.envelope import fit as envelope
 from chinchax.scaling.isoflop import fit as isoflop
 from chinchax.scaling.isoflop import bootstrap as isoflop_bootstrap
+from chinchax.scaling.isoflop import budgets as isoflop_budgets
 from chinchax.scaling.parametric import fit as parametric
 from chinchax.scaling.numerics import fmt, intervals, power
 from chinchax.scaling.runs import anomalies
@@ -250,12 +252,13 @@ def _adopt(entry: dict, ff, draws_Rx6: np.ndarray, o: Options) -> None:
 
 
 def _schedule(runs: Runs, o: Options, log, entry: dict, fit3, samples, sizes_n):
-  """The law beneath the checkpoints' schedule (`parametric.schedule`), where every model ran
-  to one token multiple. The table does not say whether a checkpoint's schedule had ended,
-  so both readings are kept: when the checkpoints bend as a schedule does (the curve-shape
-  check) the law beneath it becomes Approach 3's law, with its own draws and interval of a,
-  and the law read directly is kept under `schedule.without`; otherwise the interval of a
-  is the hull of both readings'. Returns Approach 3's fit and draws, replaced or not."""
+  """The law beneath the checkpoints' schedule (`parametric.schedule`), each model's last
+  checkpoint read as its run's end. The table does not say whether a checkpoint's schedule
+  had ended, so both readings are kept: when the checkpoints bend as a schedule does (the
+  curve-shape check) the law beneath it becomes Approach 3's law, with its own draws and
+  interval of a, and the law read directly is kept under `schedule.without`; otherwise the
+  interval of a is the hull of both readings'. Returns Approach 3's fit and draws, replaced
+  or not."""
   pl = schedule_lib.places(runs.N, runs.D, sizes_n)
   if isinstance(pl, str):
     entry.setdefault("notes", []).append(
@@ -268,7 +271,7 @@ def _schedule(runs: Runs, o: Options, log, entry: dict, fit3, samples, sizes_n):
     return fit3, samples
   law_theta = [entry[k] for k in ("E", "A", "B", "alpha", "beta")]
   sf = schedule_lib.fit(runs.N, runs.D, runs.loss, law_theta, pl, o.delta)
-  log(f"schedule: {schedule_lib.TEXT}, every model to {pl.multiple:.3g} tokens per parameter: "
+  log(f"schedule: {schedule_lib.TEXT}, {pl.text}: "
       f"a = {sf.a:.3f} ({min(o.bootstrap, schedule_lib.MAX_RESAMPLES)} resamples) ...")
   draws = schedule_lib.bootstrap(runs.N, runs.D, runs.loss, sf, o.delta,
                                  n_resamples=o.bootstrap, seed=o.seed, clusters=sizes_n)
@@ -284,11 +287,11 @@ def _schedule(runs: Runs, o: Options, log, entry: dict, fit3, samples, sizes_n):
   adopt = shape is not None and shape["p_value"] < checks.P_SHAPE
   before = {"form": law_schema.PARAMETRIC, "a": entry["a"], "ci_a": entry["ci"]["a"]}
   entry["schedule"] = {
-      "form": schedule_lib.TEXT, "tokens_per_param": pl.multiple,
+      "form": schedule_lib.TEXT, "tokens_per_param": list(pl.multiples),
       "f": [float(v) for v in np.exp(pl.knots)], "g": [float(v) for v in sf.g],
       "a": sf.a, "ci_a": ci_a, "p_value": sf.p_value, "n_resamples": int(len(a_S)),
       "adopted": adopt}
-  said = (f"{schedule_lib.TEXT} (each model's run to {pl.multiple:.3g} tokens per parameter, "
+  said = (f"{schedule_lib.TEXT} ({pl.text}, each run ending at its model's last checkpoint, "
           f"g at its checkpoints' places) gives a = {sf.a:.3f} {fmt.interval(ci_a)}, the law "
           f"read directly {before['a']:.3f} {fmt.interval(before['ci_a'])}")
   if adopt:
@@ -339,8 +342,9 @@ def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict
     raise UserError(f"Approach {name} gives a = {entry['a']:.3f}, b = {entry['b']:.3f}: one of "
                     "N* and D* would fall as compute grows, so these runs do not determine the "
                     "allocation by this approach; add budgets, or sizes around each minimum")
-  entry["warnings"] = _unique([*getattr(fit, "dropped", ()), *getattr(fit, "warnings", ()),
-                               *checks.unprefixed(caught, name)])
+  entry["warnings"] = _dropped_in_one(_unique([
+      *getattr(fit, "dropped", ()), *getattr(fit, "warnings", ()),
+      *checks.unprefixed(caught, name)]))
   entry["ci"], entry["bootstrap"], draws = None, None, None
   if o.bootstrap:
     log(f"bootstrap: {o.bootstrap} resamples of Approach {name} ...")
@@ -370,6 +374,24 @@ def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict
   return entry, fit, draws
 
 
+def _dropped_in_one(lines: list[str], most: int = 3) -> list[str]:
+  """More than `most` budgets dropped for too few sizes are said in one line (law.json's
+  `dropped` names each): a mix of a grid and a ladder drops every pseudo-budget of its
+  ladder."""
+  few = r"budget C=\S+ dropped: \d+ distinct sizes, need \d+"
+  dropped = [l for l in lines if re.fullmatch(few, l)]
+  if len(dropped) <= most:
+    return lines
+  C = sorted(float(l.split()[1][2:]) for l in dropped)
+  k = sorted({int(l.split(" dropped: ", 1)[1].split()[0]) for l in dropped})
+  one = (f"{len(dropped)} budgets dropped (C = {C[0]:.3g} to {C[-1]:.3g}), each with "
+         f"{k[0] if len(k) == 1 else f'{k[0]}-{k[-1]}'} distinct sizes, need "
+         f"{isoflop_budgets.MIN_SIZES}; law.json's approaches.2.dropped names each")
+  first = lines.index(dropped[0])
+  rest = [l for l in lines if l not in dropped]
+  return rest[:first] + [one] + rest[first:]
+
+
 def _wanted(o: Options) -> tuple[tuple[str, ...], bool]:
   return (o.approaches, True) if o.approaches is not None else (APPROACHES, False)
 
@@ -389,8 +411,6 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
                  "Approaches 1-3 fit the other runs, the data-constrained law fits them all")
 
   design = design_lib.read(runs)
-  if design_lib.caveat(design):
-    notes.append(f"design: {design_lib.caveat(design)}")
   entries, fits, draws, samples3, skipped = {}, {}, {}, None, []
   if not design.separable:
     if o.base_law is None:  # no approach can fit it, and no base law to fit R_D* on
@@ -398,16 +418,13 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
     skipped.append(f"Approaches 1-3: {design_lib.not_separable(design)}")
     wanted = ()
   if "2" in wanted and not design.supports_isoflop and explicit:
-    warnings.append(f"Approach 2 was asked for, but this design has no IsoFLOP groups "
-                    f"({design.text}): its minima rest on budgets of fewer than "
-                    f"{design_lib.MIN_SIZES} sizes, or on pseudo-budgets of runs that share "
-                    "a C by chance")
+    warnings.append(f"Approach 2 was asked for, but {design.why_not_isoflop()}: its minima "
+                    f"rest on budgets of fewer than {design_lib.MIN_SIZES} sizes, or on "
+                    "pseudo-budgets of runs that share a C by chance")
   log(f"design: {design.text}")
   for name in sorted(wanted, reverse=True):  # 3, then 2, then 1
     if name == "2" and not (design.supports_isoflop or explicit):
-      skipped.append(f"Approach 2: it needs {design_lib.MIN_GROUPS} or more IsoFLOP groups "
-                     f"of {design_lib.MIN_SIZES}+ sizes at about one C, and this design has "
-                     f"{design.isoflop_groups} ({design.text})")
+      skipped.append(f"Approach 2: {design.why_not_isoflop()}")
       continue
     try:
       if name == "3":
@@ -423,6 +440,9 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
       if explicit:
         raise UserError(why) from None
       skipped.append(why)
+  beneath = entries.get("3", {}).get("schedule", {}).get("adopted", False)
+  if design_lib.caveat(design, beneath):
+    notes.append(f"design: {design_lib.caveat(design, beneath)}")
   notes += [f"skipped: {why}" for why in skipped]
   if not entries and o.base_law is None:
     raise UserError("; ".join(skipped) + "; so no approach could be fitted")
@@ -436,7 +456,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   shape = (entries.get("3") or {}).get("curve_shape")
   if shape and shape["p_value"] < checks.P_SHAPE:  # the runs', not Approach 3's: no problem
     warnings.append(checks.curve_shape_message(
-        shape, beneath=entries["3"].get("schedule", {}).get("adopted", False)))
+        shape, beneath=beneath))
   for k in sorted(entries):
     warnings += [f"Approach {k}: {w}" for w in entries[k]["warnings"]]
     notes += [f"Approach {k}: {n}" for n in entries[k].get("notes", ())]

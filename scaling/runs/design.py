@@ -19,7 +19,8 @@ batch rounds D. The kinds, first match wins:
 The law E + A/N^alpha + B/D^beta separates the N term from the D term only if log N and
 log D vary independently: the first three kinds cannot, and the fit refuses them in one line
 saying what is and is not identified rather than hand a singular system to a solver.
-Approach 2 needs IsoFLOP groups; on a design without them it is skipped with a note."""
+Approach 2 needs IsoFLOP groups; on a design without them, and on checkpoints along D
+(whose groups are checkpoints that share a C by chance), it is skipped with a note."""
 
 import dataclasses
 
@@ -59,7 +60,19 @@ class Design:
 
   @property
   def supports_isoflop(self) -> bool:
-    return self.isoflop_groups >= MIN_GROUPS
+    """Approach 2's budgets are IsoFLOP groups. On checkpoints along D the groups are
+    checkpoints that share a C by chance (most runs are in none), each before its run's
+    schedule has ended: minima of losses the schedule, not the allocation, shaped."""
+    return self.isoflop_groups >= MIN_GROUPS and self.kind != "checkpoints"
+
+  def why_not_isoflop(self) -> str:
+    """Why Approach 2 does not run on this design by default (one clause)."""
+    if self.kind == "checkpoints" and self.isoflop_groups >= MIN_GROUPS:
+      return (f"on checkpoints along D its budgets would be the {self.isoflop_groups} groups "
+              "of checkpoints that share a C by chance, each before its run's schedule has "
+              f"ended ({self.text})")
+    return (f"it needs {MIN_GROUPS} or more IsoFLOP groups of {MIN_SIZES}+ sizes at about "
+            f"one C, and this design has {self.isoflop_groups} ({self.text})")
 
   def to_dict(self) -> dict:
     return {"kind": self.kind, "runs": self.n_runs, "sizes": self.n_sizes,
@@ -122,8 +135,14 @@ def read(runs: Runs) -> Design:
   return Design(kind, n, sizes, tokens, ratios, len(groups), text)
 
 
-def caveat(d: Design) -> str | None:
-  """A note on what the fit assumes of this design and cannot check from the table."""
+def caveat(d: Design, beneath: bool = False) -> str | None:
+  """A note on what the fit assumes of this design and cannot check from the table; `beneath`:
+  Approach 3's law is the law beneath the checkpoints' schedule (`parametric.schedule`)."""
+  if d.kind == "checkpoints" and beneath:
+    return ("each model's checkpoints are read as one run whose schedule ends at its last "
+            "checkpoint (the law beneath the schedule); a model whose last checkpoint is not "
+            "its run's end, or whose schedule differs from the others', moves a: fit the "
+            "final evaluations or the cooldown branches where that is so")
   if d.kind == "checkpoints":
     return ("checkpoints are read as runs trained to their D; the checkpoints of one long run "
             "sit above such runs until its learning rate has decayed (a cosine run's until "

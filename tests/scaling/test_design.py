@@ -250,3 +250,27 @@ def test_a_loss_that_rises_with_n_is_one_line_not_a_schema_error(tmp_path):
   assert "the loss does not fall with N" in lines[-1]
   assert "Traceback" not in p.stderr and "RuntimeWarning" not in p.stderr, p.stderr
   assert not (tmp_path / "law.json").exists()
+
+
+def test_checkpoints_that_share_a_c_by_chance_are_not_approach_2s_budgets():
+  """Models to 80 down to 20 tokens per parameter: their checkpoints fall into a few groups of
+  3+ sizes at one C by chance, most runs in none. Approach 2 is skipped, and said why; asked
+  for, it runs with a warning, and its ~90 dropped pseudo-budgets are said in one line."""
+  N = np.repeat(np.geomspace(5e7, 3e9, 8), 15)
+  D = np.concatenate([n * np.geomspace(1, end, 15)
+                      for n, end in zip(np.geomspace(5e7, 3e9, 8), np.geomspace(80, 20, 8))])
+  runs = {"N": N, "D": D, "loss": synthetic_law.loss(N, D)}
+  d = design.read(make_runs(N, D, runs["loss"]))
+  assert d.kind == "checkpoints" and d.isoflop_groups >= 2 and not d.supports_isoflop
+  law = chinchax.fit(runs, bootstrap=0)
+  assert "2" not in law.approaches
+  assert any(n.startswith("skipped: Approach 2: on checkpoints along D its budgets would be "
+                          f"the {d.isoflop_groups} groups of checkpoints that share a C by "
+                          "chance") for n in law.doc["notes"])
+  asked = chinchax.fit(runs, approaches="2,3", bootstrap=0)
+  said = [w for w in asked.warnings if "distinct sizes, need 3" in w]
+  n_dropped = sum("distinct sizes, need 3" in w for w in asked.approaches["2"]["dropped"])
+  assert n_dropped > 50 and len(said) == 1, said
+  assert said[0].startswith(f"Approach 2: {n_dropped} budgets dropped (C = ")
+  assert any(w.startswith("Approach 2 was asked for, but on checkpoints along D")
+             for w in asked.warnings)
