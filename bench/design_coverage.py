@@ -22,7 +22,7 @@ above the law by 0.02 ln(1 + D/20N); along D, the checkpoints of a WSD run's sta
 model's last checkpoint (tests/helpers/truths.py SCHEDULES: "cosine", "linear" decay,
 "cosine_by_N" whose excess is mildly larger for small models), above the law of runs trained
 to each D until the run's end. "checkpoints_ends" runs each model to its own token multiple
-(80 down to 20 tokens per parameter), where the law beneath the schedule is not fitted.
+(80 down to 20 tokens per parameter): each checkpoint's place f is in its own model's run.
 Columns "sched": fits that fitted the law beneath the schedule (`parametric.schedule`),
 "beneath": fits whose law it is (the checkpoints bent as a schedule bends them).
 """
