@@ -26,8 +26,9 @@ interval of a holds the truth.
   python -m bench.fit_bench --command [--repeats 3]
 
 --command: the whole `chinchax fit --approach=3 --bootstrap=4000` of the sweep written as a
-CSV (process start to exit, the median of --repeats before and after the loop; once more with
---plots) beside the scipy loop in the same run, and their ratio.
+CSV (process start to exit, the median of --repeats before and after the loop; with --plots,
+--repeats back-to-back pairs: the figures drawn in the command's process, then by its workers)
+beside the scipy loop in the same run, and their ratio.
 """
 
 import argparse
@@ -137,7 +138,7 @@ def approach3(args) -> None:
 
 def command(args) -> None:
   """The whole `chinchax fit --approach=3 --bootstrap=R` of the sweep as a CSV (process start
-  to exit; the median of --repeats, and once with --plots), beside the scipy loop, one run."""
+  to exit; the median of --repeats, and pairs with --plots), beside the scipy loop, one run."""
   N, D, L = synthetic_sweep(args.points, args.budgets, args.noise, args.seed)
   with tempfile.TemporaryDirectory() as tmp:
     csv = os.path.join(tmp, "runs.csv")
@@ -147,13 +148,18 @@ def command(args) -> None:
     argv = [sys.executable, "-m", "chinchax.cli", "fit", csv, "--approach=3",
             f"--bootstrap={args.resamples}", f"--out={os.path.join(tmp, 'law.json')}", "--quiet"]
 
-    def timed(extra=()):
+    def timed(extra=(), env=None):
       t = time.perf_counter()
-      subprocess.run(argv + list(extra), check=True, cwd=tmp)
+      subprocess.run(argv + list(extra), check=True, cwd=tmp, env={**os.environ, **(env or {})})
       return time.perf_counter() - t
 
     times = [timed() for _ in range(args.repeats)]
-    t_plots = timed([f"--plots={os.path.join(tmp, 'plots')}"])
+    plots = [f"--plots={os.path.join(tmp, 'plots')}"]
+    # Back to back: the figures drawn in the command's process (CHINCHAX_PLOT_WORKERS=0, as
+    # before scaling/plots/workers.py), then by the workers, started during the fit.
+    pairs = [(timed(plots, {"CHINCHAX_PLOT_WORKERS": "0"}), timed(plots))
+             for _ in range(args.repeats)]
+    t_plots = float(np.median([w for _, w in pairs]))
     starts = parametric.paper_grid()
     t = time.perf_counter()
     scipy_loop(N, D, L, starts, 1e-3)  # the Huber delta of `chinchax fit`
@@ -164,7 +170,10 @@ def command(args) -> None:
         f"{os.getloadavg()[0]:.2f}")
   print(f"chinchax fit --approach=3 --bootstrap={args.resamples}, whole process: median "
         f"{t_cmd:.2f} s of {len(times)} ({', '.join(f'{x:.2f}' for x in times)})")
-  print(f"  the same with --plots: {t_plots:.2f} s")
+  print(f"  the same with --plots: median {t_plots:.2f} s, the figures drawn by workers; "
+        f"pairs in this process / by workers: "
+        + ", ".join(f"{a:.2f} / {b:.2f}" for a, b in pairs)
+        + f" (medians {np.median([a for a, _ in pairs]):.2f} / {t_plots:.2f})")
   print(f"scipy L-BFGS-B loop ({len(starts)} starts): {t_scipy:.2f} s")
   print(f"speed-up: {t_scipy:.1f} / {t_cmd:.2f} = {t_scipy / t_cmd:.1f}x "
         f"(with plots {t_scipy / t_plots:.1f}x)")

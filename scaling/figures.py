@@ -8,19 +8,22 @@
 
 The residuals show where a law misses the runs (a trend along N inside a budget, or one
 budget off as a whole), which its intervals do not show. The fitted loss is the parametric law L = E + A/N^α + B/D^β when there is one (Approach 3),
-otherwise each budget's IsoFLOP profile (Approach 2), at the runs' own N and D."""
+otherwise each budget's IsoFLOP profile (Approach 2), at the runs' own N and D.
+
+This module builds the figures' jobs (their data, no matplotlib); the workers draw them
+(scaling/plots/workers.py), the costliest first; the paths come back in the order above."""
 
 import os
 from typing import Callable
 
-from matplotlib.figure import Figure
 import numpy as np
 
-from chinchax.scaling.plots import canvas, law as plots
+from chinchax.scaling.plots import workers
+from chinchax.scaling.plots.workers import Job
 from chinchax.scaling.runs import table as runs_lib
 from chinchax.scaling.pipeline import Fitted
 from chinchax.scaling.isoflop.fit import budget_C
-from chinchax.scaling.runs.table import budget_groups, Runs
+from chinchax.scaling.runs.table import Runs
 
 
 def parametric(E: float, A: float, B: float, alpha: float, beta: float,
@@ -32,59 +35,43 @@ def residuals(runs: Runs, predict: Callable) -> np.ndarray:
   return runs.loss - predict(runs.N, runs.D)
 
 
-def residual_figure(runs: Runs, r: np.ndarray, title: str) -> Figure:
-  """Left: residual against each run's budget C; right: against N, a colour per budget."""
-  fig = Figure(figsize=(11, 4.2))
-  by_C, by_N = fig.subplots(1, 2, sharey=True)
-  groups = budget_groups(runs)
-  for color, idx in zip(canvas.colors(len(groups)), groups):
-    C = float(np.exp(np.mean(np.log(runs.C[idx]))))
-    ok = idx[np.isfinite(r[idx])]
-    by_C.scatter(np.full(len(ok), C), r[ok], color=color, s=18, zorder=3)
-    order = ok[np.argsort(runs.N[ok])]
-    by_N.plot(runs.N[order], r[order], "o-", color=color, ms=4, lw=0.8, label=f"C = {C:.2g}")
-  for ax, xlabel in ((by_C, f"C (training FLOPs, {runs.flops})"),
-                     (by_N, f"N (parameters, {runs.params})")):
-    ax.axhline(0.0, color="black", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
-    ax.grid(True, which="both", alpha=0.3)
-  by_C.margins(x=0.2)
-  by_C.set_ylabel("loss - fitted loss (nats/token)")
-  by_N.legend(fontsize=8)
-  fig.suptitle(title)
-  return fig
-
-
-def plot_residuals(runs: Runs, r: np.ndarray, stem: str, title: str) -> list[str]:
-  return canvas.save(residual_figure(runs, r, title), stem)
-
-
 LABELS = {"1": "Approach 1", "2": "Approach 2", "3": "Approach 3"}
 PARAMETRIC = ("E", "A", "B", "alpha", "beta")
+_LAW = "chinchax.scaling.plots.law:"
+ORDER = ("isoflops", "optimal", "law", "residuals")
 
 
-def write_plots(fitted: Fitted, folder: str) -> list[str]:
-  """PNG and SVG files in `folder`; returns their paths."""
-  runs, doc, written = fitted.runs, fitted.doc, []
-  if "2" in fitted.fits:
-    written += plots.plot_isoflops(runs, fitted.fits["2"], os.path.join(folder, "isoflops"))
+def write_plots(fitted: Fitted, folder: str, in_process: bool = False) -> list[str]:
+  """PNG and SVG files in `folder`, each figure drawn by a worker process
+  (`scaling.plots.workers`; `in_process`: here); returns their paths."""
+  paths = workers.draw(jobs(fitted, folder), in_process=in_process)
+  return sorted(paths, key=lambda p: ORDER.index(os.path.basename(p).split(".")[0]))
+
+
+def jobs(fitted: Fitted, folder: str) -> list[Job]:
+  """The figures of `fitted`, the costliest first (they start first on the workers)."""
+  runs, doc, out = fitted.runs, fitted.doc, []
   lines = {LABELS[k]: v for k, v in doc["approaches"].items()}
   bands = {LABELS[k]: v for k, v in fitted.draws.items()}
   fitted_C = (float(runs.C.min()), float(runs.C.max()))
   C_range = (fitted_C[0] / 10, fitted_C[1] * 1e4)
-  written += plots.plot_optimal(lines, os.path.join(folder, "optimal"), samples=bands,
-                                level=fitted.level, C_range=C_range, fitted_C=fitted_C)
+  out.append(Job(_LAW + "plot_optimal", (lines, os.path.join(folder, "optimal")),
+                 dict(samples=bands, level=fitted.level, C_range=C_range, fitted_C=fitted_C)))
+  r, title = _residuals(fitted)
+  if r is not None:
+    out.append(Job("chinchax.scaling.plots.residuals:plot_residuals",
+                   (runs, r, os.path.join(folder, "residuals"), title)))
+  if "2" in fitted.fits:
+    out.append(Job(_LAW + "plot_isoflops",
+                   (runs, fitted.fits["2"], os.path.join(folder, "isoflops"))))
   law = doc["law"]
   budgets = sorted({float(runs.C[g].mean()) for g in runs_lib.budget_groups(runs)})
   if "E" in law:
-    written += plots.plot_law(os.path.join(folder, "law"), E=law["E"], A=law["A"], B=law["B"],
-                              alpha=law["alpha"], beta=law["beta"],
-                              gamma=law.get("gamma", 1.0), N=runs.N, D=runs.D, budgets=budgets)
-  r, title = _residuals(fitted)
-  if r is not None:
-    written += plot_residuals(runs, r, os.path.join(folder, "residuals"), title)
-  return written
+    out.append(Job(_LAW + "plot_law", (os.path.join(folder, "law"),),
+                   dict(E=law["E"], A=law["A"], B=law["B"], alpha=law["alpha"],
+                        beta=law["beta"], gamma=law.get("gamma", 1.0), N=runs.N, D=runs.D,
+                        budgets=budgets)))
+  return out
 
 
 def _residuals(fitted: Fitted):

@@ -92,6 +92,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
   args = parse_args(argv)  # --help exits through the dispatcher (cli/__init__.py)
+  if args.plots:  # the figures' worker processes start (and import matplotlib) during the fit
+    from chinchax.scaling.plots import workers  # pylint: disable=g-import-not-at-top
+    workers.warm()
   log = (lambda *_: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
   replaced = _previous(args.out)
   law, runs, written = api.fit_detailed(

@@ -24,12 +24,27 @@ def save(fig: Figure, stem: str) -> list[str]:
   rendered = []
   for fmt in FORMATS:
     buf = io.BytesIO()
-    metadata = {"Date": None} if fmt == "svg" else {}  # reproducible SVG
-    fig.savefig(buf, format=fmt, dpi=DPI, bbox_inches=box, metadata=metadata)
+    # Reproducible SVG: no date, and element ids hashed with a fixed salt (else a random one
+    # per process), so a figure drawn by a worker is the bytes of one drawn here.
+    metadata = {"Date": None} if fmt == "svg" else {}
+    with mpl.rc_context({"svg.hashsalt": "chinchax"}):
+      fig.savefig(buf, format=fmt, dpi=DPI, bbox_inches=box, metadata=metadata)
     rendered.append((f"{stem}.{fmt}", buf.getvalue()))
   for path, data in rendered:
     atomic.write_bytes(path, data)
   return [path for path, _ in rendered]
+
+
+def prime() -> None:
+  """Builds what matplotlib builds on a first figure (the math-text parser of log axes' tick
+  labels, the fonts' metrics): a worker does it before its first figure is asked for."""
+  fig = Figure(figsize=(1, 1))
+  ax = fig.add_subplot()
+  ax.set_xscale("log")
+  ax.set_xlim(1, 100)
+  ax.set_title("x")
+  for fmt in FORMATS:
+    fig.savefig(io.BytesIO(), format=fmt, dpi=DPI)
 
 
 def colors(n: int):

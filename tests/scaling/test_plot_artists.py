@@ -8,6 +8,7 @@ from matplotlib.collections import PolyCollection
 
 from chinchax.scaling import pipeline as fit_pipeline, figures as fit_plots
 from chinchax.scaling.plots import law as plots
+from chinchax.scaling.plots import residuals as residual_plots
 from chinchax.scaling.runs.table import make_runs
 
 E, A, B, ALPHA, BETA = 1.69, 406.4, 410.7, 0.34, 0.28
@@ -101,7 +102,7 @@ def test_residuals_by_budget_and_by_N():
   runs = make_runs(N, D, loss, budget=budgets)
   r = fit_plots.residuals(runs, fit_plots.parametric(E, A, B, ALPHA, BETA))
   np.testing.assert_allclose(r, noise, atol=1e-12)
-  fig = fit_plots.residual_figure(runs, r, "t")
+  fig = residual_plots.residual_figure(runs, r, "t")
   by_C, by_N = fig.axes
   xy = np.concatenate([c.get_offsets() for c in by_C.collections])
   np.testing.assert_allclose(np.sort(xy[:, 1]), np.sort(noise), atol=1e-12)
@@ -122,7 +123,7 @@ def test_a_fit_writes_the_residual_plot(tmp_path):
   fitted = fit_pipeline.fit_runs(make_runs(N, D, loss, budget=budgets),
                                  fit_pipeline.Options(bootstrap=20, approaches=("2",),
                                                       approach2_method="vp"))
-  paths = fit_plots.write_plots(fitted, str(tmp_path))
+  paths = fit_plots.write_plots(fitted, str(tmp_path), in_process=True)
   assert str(tmp_path / "residuals.png") in paths and str(tmp_path / "residuals.svg") in paths
   r, title = fit_plots._residuals(fitted)
   assert "Approach 2" in title and np.nanmax(np.abs(r)) < 1e-3  # exact data: profiles fit it
