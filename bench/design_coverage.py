@@ -22,7 +22,8 @@ above the law by 0.02 ln(1 + D/20N); along D, the checkpoints of a WSD run's sta
 model's last checkpoint (tests/helpers/truths.py SCHEDULES: "cosine", "linear" decay,
 "cosine_by_N" whose excess is mildly larger for small models), above the law of runs trained
 to each D until the run's end. "checkpoints_ends" runs each model to its own token multiple
-(80 down to 20 tokens per parameter): each checkpoint's place f is in its own model's run.
+(80 down to 20 tokens per parameter): each checkpoint's place f is in its own model's run;
+"checkpoints_one_D" runs every model to one D, as Pythia's suite does.
 Columns "sched": fits that fitted the law beneath the schedule (`parametric.schedule`),
 "beneath": fits whose law it is (the checkpoints bent as a schedule bends them).
 """
@@ -79,8 +80,16 @@ def checkpoints_ends(rng):
   return np.repeat(N, 15), np.concatenate(D)
 
 
+def checkpoints_one_D(rng):
+  """A Pythia-style suite: 8 models from 7e7 to 1.2e10 parameters, every one run to the same
+  3e11 tokens (25 to 4,300 tokens per parameter), evaluated at 15 D from 2e9 to 3e11."""
+  del rng
+  N = np.geomspace(7e7, 1.2e10, 8)
+  return np.repeat(N, 15), np.tile(np.geomspace(2e9, 3e11, 15), 8)
+
+
 DESIGNS = {"ladder": ladder, "checkpoints": checkpoints, "mix": mix,
-           "checkpoints_ends": checkpoints_ends}
+           "checkpoints_ends": checkpoints_ends, "checkpoints_one_D": checkpoints_one_D}
 
 # The schedules' truths are checkpoints of one run per size, above the law of runs trained to
 # each D until the run's end (tests/helpers/truths.py SCHEDULES): a is Chinchilla's.

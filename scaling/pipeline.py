@@ -317,6 +317,19 @@ def _schedule(runs: Runs, o: Options, log, entry: dict, fit3, samples, sizes_n):
   return fit3, samples
 
 
+def _one_D_suite(runs: Runs) -> list[str]:
+  """A checkpoint suite whose models all ran to one D (Pythia's) cannot say whether its
+  checkpoints are runs trained to their D: the warning that says so, or none."""
+  pl = schedule_lib.places(runs.N, runs.D, design_lib.sizes_of(runs.N))
+  if not (isinstance(pl, str) and pl.startswith(schedule_lib.ONE_D)):
+    return []
+  return ["a rests on reading each checkpoint as a run trained to its D, which these runs "
+          f"cannot check: {schedule_lib.ONE_D}, so a schedule's excess before its end (a "
+          "cosine run's) is one more term of D, moves beta and a, and no fit of these runs can "
+          "tell it from the law's; fit runs trained to their D (cooldown branches, final "
+          "evaluations) or models run to different lengths"]
+
+
 def _refuse_a_law_that_rises(entry: dict) -> None:
   """Approach 3 is the only approach left and its law is no loss law (a term that rises
   with its variable): one line, not a law.json that fails its own schema."""
@@ -441,6 +454,8 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
         raise UserError(why) from None
       skipped.append(why)
   beneath = entries.get("3", {}).get("schedule", {}).get("adopted", False)
+  if design.kind == "checkpoints" and "3" in entries:
+    warnings += _one_D_suite(runs)
   if design_lib.caveat(design, beneath):
     notes.append(f"design: {design_lib.caveat(design, beneath)}")
   notes += [f"skipped: {why}" for why in skipped]

@@ -20,7 +20,9 @@ The law's terms stay identified. Where every model ran to one token multiple k t
 one f lie on the ray D = f k N, and the D term's coefficient changes across rays as f^-beta
 while g(f) is one constant per ray; g then also absorbs any term of D/N alone, which is why
 g's sign is held (a term of D/N that falls along the run, as a constant learning rate's
-excess does, is the law's, not the schedule's). Where the models ran to different multiples
+excess does, is the law's, not the schedule's). Where every model ran to one D (Pythia's
+suite) f is D over that D and g would be one more term of D: it is not fitted. Where the
+models ran to different multiples
 (a suite whose small models saw more tokens per parameter) f and D/N part, and g is told
 from a term of D/N by the runs themselves: on cosine suites run to 80 down to 20 tokens per
 parameter the law read directly held a in 9 of 40 draws (bench/design_coverage.py).
@@ -46,6 +48,7 @@ REFIT_EVALUATIONS = 300
 P_REJECT = 1e-3  # the law without g is rejected when the excess's better fit has this p-value
 GRID = np.arange(0.05, 1.21, 0.05)  # alpha and beta of the profiled start
 TEXT = "E + A/N^alpha + B/D^beta + g(D/D_end)"
+ONE_D = "every model ran to one D"  # how `places` begins when g would be a term of D alone
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +70,7 @@ class Places:
 
 def places(N: np.ndarray, D: np.ndarray, sizes_n: np.ndarray) -> Places | str:
   """The places of the runs in their models' runs, or a line saying why the method does not
-  apply (too few models, or no checkpoint before a run's end)."""
+  apply (too few models, every model to one D, or no checkpoint before a run's end)."""
   k = int(sizes_n.max()) + 1
   if k < MIN_SIZES:
     return f"{k} sizes; it resamples whole models and needs {MIN_SIZES} or more"
@@ -75,6 +78,10 @@ def places(N: np.ndarray, D: np.ndarray, sizes_n: np.ndarray) -> Places | str:
   np.maximum.at(D_end_k, sizes_n, D)
   N_k = np.exp(np.bincount(sizes_n, np.log(N)) / np.bincount(sizes_n))
   multiple_k = D_end_k / N_k
+  if D_end_k.max() <= D_end_k.min() * (1 + ONE_RTOL):
+    return (f"{ONE_D} ({D_end_k.min():.3g}-{D_end_k.max():.3g} tokens), so a checkpoint's "
+            "place in its run is a function of D alone and g cannot be told from the law's D "
+            "term")
   f_n = D / D_end_k[sizes_n]
   lf = np.log(f_n[f_n < 1 / (1 + SAME)])
   v = np.sort(lf)

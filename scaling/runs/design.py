@@ -9,7 +9,9 @@ batch rounds D. The kinds, first match wins:
 * one N: every run one size at several D (checkpoints of one model) — D is varied, N is not;
 * one ray: every run at one D/N — N and D move together, log D = log N + const;
 * IsoFLOP: at least MIN_GROUPS budget groups (runs whose C agree within
-  `table.BUDGET_RTOL`) of at least MIN_SIZES distinct sizes hold most of the runs;
+  `table.BUDGET_RTOL`) of at least MIN_SIZES distinct sizes hold most of the runs, unless
+  the sizes are each seen at more D than a grid gives them and no budget is declared (the
+  checkpoints of a suite whose models share their D fall into such groups by chance);
 * a ladder: every size of the runs trained at 2 to LADDER_MAX_D distinct D (a few sizes x a
   few token multipliers);
 * checkpoints along D: sizes each seen at more than LADDER_MAX_D distinct D (evaluations of
@@ -103,6 +105,20 @@ def _per_size_tokens(N: np.ndarray, D: np.ndarray) -> list[int]:
   return [distinct(D[label == k]) for k in range(int(label.max()) + 1)]
 
 
+def _dense(per_size: list[int], groups: list[np.ndarray], N: np.ndarray,
+           budget: np.ndarray) -> bool:
+  """Whether the sizes are each seen at more D than an IsoFLOP design gives them: more than
+  LADDER_MAX_D and more than its groups hold sizes (a size is in at most one run per budget,
+  and a budget's sizes straddle its minimum, so a grid's sizes see few budgets each), with no
+  budget declared. Checkpoints of a suite whose models share their D (Pythia's: every model
+  evaluated at the same steps) fall into groups of one C by chance and would otherwise read
+  as a grid."""
+  if np.any(np.isfinite(budget)) or not groups:
+    return False
+  sizes_per_group = float(np.median([distinct(N[g]) for g in groups]))
+  return float(np.median(per_size)) > max(LADDER_MAX_D, sizes_per_group)
+
+
 def read(runs: Runs) -> Design:
   """The design of `runs` (their finite-loss runs)."""
   ok = np.isfinite(runs.loss)
@@ -111,6 +127,7 @@ def read(runs: Runs) -> Design:
   groups = [g for g in budget_groups(runs.subset(ok)) if distinct(N[g]) >= MIN_SIZES]
   in_groups = sum(len(g) for g in groups)
   per_size = _per_size_tokens(N, D) if n else []
+  dense = bool(per_size) and _dense(per_size, groups, N, runs.budget[ok])
   if n and tokens == 1:
     kind, text = "one_D", (f"one D ({fmt.num(float(np.median(D)))} tokens) for all {n} runs "
                            f"of {sizes} sizes: the loss against N at that D")
@@ -120,7 +137,7 @@ def read(runs: Runs) -> Design:
   elif n and ratios == 1:
     kind, text = "one_ray", (f"one D/N ({float(np.median(D / N)):.3g} tokens per parameter) "
                              f"for all {n} runs: the loss along that ray")
-  elif len(groups) >= MIN_GROUPS and in_groups >= 0.5 * n:
+  elif len(groups) >= MIN_GROUPS and in_groups >= 0.5 * n and not dense:
     kind, text = "isoflop", (f"IsoFLOP groups: {len(groups)} budgets of {MIN_SIZES}+ sizes "
                              f"hold {in_groups} of {n} runs ({sizes} sizes)")
   elif per_size and min(per_size) >= 2 and max(per_size) <= LADDER_MAX_D:

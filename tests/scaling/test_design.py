@@ -16,7 +16,7 @@ from chinchax.errors import UserError
 from chinchax.scaling.judgement import backtest_doc, caveats
 from chinchax.scaling.parametric import fit as parametric
 from chinchax.scaling.runs import anomalies, design
-from chinchax.scaling.runs.table import make_runs
+from chinchax.scaling.runs.table import budget_groups, make_runs
 from tests.helpers import synthetic_law, truths
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -68,15 +68,40 @@ def mix():
   return tuple(np.concatenate([x[:18], y]) for x, y in zip(a, b))  # two budgets + a ladder
 
 
+def shared_checkpoints():
+  """Pythia's design: 8 models evaluated at the same 143 steps (2.1e9 tokens each, linear),
+  all run to one D. Their checkpoints fall into groups of one C by chance."""
+  N, D = np.meshgrid([7e7, 1.6e8, 4.1e8, 1e9, 1.4e9, 2.8e9, 6.9e9, 1.2e10],
+                     np.arange(1, 144) * 2.1e9)
+  return _runs(N.ravel(), D.ravel())
+
+
+def dense_grid():
+  """20 budgets 2^(1/2) apart, 8 sizes each from one ladder 2^(1/4) apart: the median size is
+  in 7 budgets, more than a ladder's 6 but fewer than a budget's 8 sizes. A grid all the same."""
+  j = np.arange(-4, 4)
+  N = np.concatenate([1e8 * 2.0**((k + j) / 4) for k in range(20)])
+  C = np.repeat(6 * 1e8 * 2e9 * 2.0**(np.arange(20) / 2), 8)
+  return _runs(N, C / (6 * N))
+
+
 @pytest.mark.parametrize("make, kind", [
     (isoflop, "isoflop"), (ladder, "ladder"), (checkpoints, "checkpoints"), (one_D, "one_D"),
-    (one_N, "one_N"), (one_ray, "one_ray"), (mix, "mix")])
+    (one_N, "one_N"), (one_ray, "one_ray"), (mix, "mix"),
+    (shared_checkpoints, "checkpoints"), (dense_grid, "isoflop")])
 def test_each_design_is_read_as_what_it_is(make, kind):
   N, D, L = make()
   d = design.read(make_runs(N, D, L))
   assert d.kind == kind, d.text
   assert d.separable == (kind not in ("one_D", "one_N", "one_ray"))
   assert d.supports_isoflop == (kind in ("isoflop", "mix"))  # the mix holds two budgets
+  if make is shared_checkpoints:  # its chance groups would have read it as a grid
+    assert d.isoflop_groups >= 2
+    # The same groups declared as budgets (a `budget` column) are a grid's, however dense.
+    budget = np.full(len(N), np.nan)
+    for g in budget_groups(make_runs(N, D, L)):
+      budget[g] = np.exp(np.mean(np.log(6 * N[g] * D[g])))
+    assert design.read(make_runs(N, D, L, budget=budget)).kind == "isoflop"
 
 
 def test_distinct_counts_values_within_two_percent_as_one():
@@ -274,3 +299,25 @@ def test_checkpoints_that_share_a_c_by_chance_are_not_approach_2s_budgets():
   assert said[0].startswith(f"Approach 2: {n_dropped} budgets dropped (C = ")
   assert any(w.startswith("Approach 2 was asked for, but on checkpoints along D")
              for w in asked.warnings)
+
+
+def test_a_suite_whose_models_all_ran_to_one_d_says_its_a_cannot_be_checked():
+  """Cosine checkpoints of 8 models all run to 3e11 tokens (bench/design_coverage.py's
+  checkpoints_one_D): the schedule's excess is a term of D, which no fit of these runs can
+  tell from the law's, so the law beneath the schedule is not fitted and a warning says a
+  rests on an assumption the runs cannot check."""
+  N = np.repeat(np.geomspace(7e7, 1.2e10, 8), 15)
+  D = np.tile(np.geomspace(2e9, 3e11, 15), 8)
+  runs = {"N": N, "D": D, "loss": truths.cosine_checkpoints(N, D)}
+  law = chinchax.fit(runs, bootstrap=20)
+  assert law.doc["data"]["design"]["kind"] == "checkpoints" and "2" not in law.approaches
+  assert any(w.startswith("a rests on reading each checkpoint as a run trained to its D, "
+                          "which these runs cannot check: every model ran to one D")
+             for w in law.warnings)
+  assert any("schedule is not fitted" in n and "every model ran to one D (3e+11-3e+11 tokens)"
+             in n for n in law.doc["notes"])
+  assert law.recommended["approach"] == "3"
+  ends = {"N": N, "D": D * np.repeat(np.geomspace(1, 4, 8), 15), "loss": None}
+  ends["loss"] = truths.cosine_checkpoints(ends["N"], ends["D"])
+  assert not any(w.startswith("a rests on reading each checkpoint")
+                 for w in chinchax.fit(ends, bootstrap=0).warnings)  # models to 4 D_end
