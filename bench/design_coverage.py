@@ -20,7 +20,8 @@ al.'s form, no irreducible term), "constant_lr" (a run that never cools down: it
 above the law by 0.02 ln(1 + D/20N); along D, the checkpoints of a WSD run's stable phase),
 "undertrained", "broken"; and checkpoints of one run per size whose schedule ends at the
 model's last checkpoint (tests/helpers/truths.py SCHEDULES: "cosine", "linear" decay,
-"cosine_by_N" whose excess is mildly larger for small models), above the law of runs trained
+"cosine_by_N" whose excess is mildly larger for small models, "wsd" whose stable phase's
+excess decays over the last fifth of each run), above the law of runs trained
 to each D until the run's end. "checkpoints_ends" runs each model to its own token multiple
 (80 down to 20 tokens per parameter): each checkpoint's place f is in its own model's run;
 "checkpoints_one_D" runs every model to one D, as Pythia's suite does.

@@ -17,7 +17,9 @@ Checkpoint suites (one run per size, evaluated along D) of schedules that end at
 last checkpoint, whose loss sits above a run trained to its D by an excess proportional to the
 learning rate still to decay at the checkpoint's place f = D / D_end in its run (`SCHEDULES`):
 "cosine", 0.04·(1 + cos(pi f))/2 nats; "linear" (a linear decay to zero), 0.04·(1 - f);
-"cosine_by_N", the cosine excess times (N/3.9e8)^-0.05, so mildly larger for small models.
+"cosine_by_N", the cosine excess times (N/3.9e8)^-0.05, so mildly larger for small models;
+"wsd", 0.04 through a warmup-stable-decay run's stable phase, decaying linearly to 0 over its
+last fifth (the cooldown).
 The law they stand for, the one a fit is after, is Hoffmann et al.'s of runs trained to each D.
 
 Sweeps have heavy-tailed noise (Student t, 3 degrees of freedom) and a few diverged runs
@@ -81,10 +83,16 @@ def cosine_by_N_checkpoints(N, D):
           + 0.04 * (N / 3.9e8)**-0.05 * (1 + np.cos(np.pi * place_in_run(N, D))) / 2)
 
 
+def wsd_checkpoints(N, D, cooldown=0.2):
+  """Checkpoints of warmup-stable-decay runs: the stable phase's excess until the last
+  `cooldown` of each run, which decays it linearly to zero at the run's end."""
+  return chinchilla(N, D) + 0.04 * np.minimum(1.0, (1 - place_in_run(N, D)) / cooldown)
+
+
 # A checkpoint suite's loss, called with the whole suite's N and D: the runs' ends are read
 # from them. The law each stands for is `chinchilla`.
 SCHEDULES = {"cosine": cosine_checkpoints, "linear": linear_checkpoints,
-             "cosine_by_N": cosine_by_N_checkpoints}
+             "cosine_by_N": cosine_by_N_checkpoints, "wsd": wsd_checkpoints}
 
 
 def N_star(loss: Callable, C: float) -> float:
