@@ -46,6 +46,7 @@ import scipy.special
 from chinchax.scaling.isoflop import fit as isoflop
 from chinchax.scaling.isoflop import bootstrap as isoflop_bootstrap
 from chinchax.scaling.parametric import fit as parametric
+from chinchax.scaling.plots import workers as plot_workers
 from chinchax.scaling.runs.table import make_runs
 
 LAW = dict(E=1.69, A=406.4, B=410.7, alpha=0.34, beta=0.28)
@@ -157,8 +158,13 @@ def command(args) -> None:
     plots = [f"--plots={os.path.join(tmp, 'plots')}"]
     # Back to back: the figures drawn in the command's process (CHINCHAX_PLOT_WORKERS=0, as
     # before scaling/plots/workers.py), then by the workers, started during the fit.
-    pairs = [(timed(plots, {"CHINCHAX_PLOT_WORKERS": "0"}), timed(plots))
-             for _ in range(args.repeats)]
+    # The workers the command starts are its own choice (none where the load average is at
+    # least the CPUs): what it chose is read here the same way, just before.
+    pairs, chosen = [], []
+    for _ in range(args.repeats):
+      pairs.append((timed(plots, {"CHINCHAX_PLOT_WORKERS": "0"}), None))
+      chosen.append(plot_workers.processes())
+      pairs[-1] = (pairs[-1][0], timed(plots))
     t_plots = float(np.median([w for _, w in pairs]))
     starts = parametric.paper_grid()
     t = time.perf_counter()
@@ -170,9 +176,9 @@ def command(args) -> None:
         f"{os.getloadavg()[0]:.2f}")
   print(f"chinchax fit --approach=3 --bootstrap={args.resamples}, whole process: median "
         f"{t_cmd:.2f} s of {len(times)} ({', '.join(f'{x:.2f}' for x in times)})")
-  print(f"  the same with --plots: median {t_plots:.2f} s, the figures drawn by workers; "
-        f"pairs in this process / by workers: "
-        + ", ".join(f"{a:.2f} / {b:.2f}" for a, b in pairs)
+  print(f"  the same with --plots: median {t_plots:.2f} s; pairs drawn in the command's "
+        f"process / as the command chose (workers): "
+        + ", ".join(f"{a:.2f} / {b:.2f} ({n})" for (a, b), n in zip(pairs, chosen))
         + f" (medians {np.median([a for a, _ in pairs]):.2f} / {t_plots:.2f})")
   print(f"scipy L-BFGS-B loop ({len(starts)} starts): {t_scipy:.2f} s")
   print(f"speed-up: {t_scipy:.1f} / {t_cmd:.2f} = {t_scipy / t_cmd:.1f}x "
