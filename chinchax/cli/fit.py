@@ -97,12 +97,16 @@ def main(argv: list[str]) -> int:
     workers.warm()
   log = (lambda *_: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
   replaced = _previous(args.out)
-  law, runs, written = api.fit_detailed(
-      args.runs, approaches=args.approach, bootstrap=args.bootstrap, ci=args.ci,
-      seed=args.seed, delta=args.delta, params_convention=args.params_convention,
-      flops_convention=args.flops_convention, schedule=args.schedule,
-      base_law=args.base_law, out=args.out, plots=args.plots, log=log,
-      approach2_method=args.approach2_method)
+  try:
+    law, runs, written = api.fit_detailed(
+        args.runs, approaches=args.approach, bootstrap=args.bootstrap, ci=args.ci,
+        seed=args.seed, delta=args.delta, params_convention=args.params_convention,
+        flops_convention=args.flops_convention, schedule=args.schedule,
+        base_law=args.base_law, out=args.out, plots=args.plots, log=log,
+        approach2_method=args.approach2_method)
+  finally:
+    if args.plots:  # none left behind where the command is a call (tests, a notebook)
+      workers.close()
   if not args.quiet:
     print(api.summary(law, len(runs)))
     print("wrote " + ", ".join(written) + (f" (replacing the law.json {replaced})"
