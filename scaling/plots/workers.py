@@ -73,9 +73,11 @@ def processes() -> int:
     cpus = len(os.sched_getaffinity(0))
   except AttributeError:  # not on Linux
     cpus = os.cpu_count() or 1
-  if os.getloadavg()[0] >= cpus:
-    return 0
-  return min(MAX_WORKERS, cpus)
+  try:
+    busy = os.getloadavg()[0] >= cpus
+  except OSError:  # no load average here
+    busy = False
+  return 0 if busy else min(MAX_WORKERS, cpus)
 
 
 def _start(n: int) -> None:
