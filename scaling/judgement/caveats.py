@@ -12,7 +12,8 @@ scientist would believe):
   * more than MAX_DROPPED of its bootstrap refits gave no law;
   * the fit itself warns (a term not identified, E at a bound, a fragile minimum).
 The recommended approach is Approach 3 when it is well determined (it also predicts losses),
-else Approach 2, else Approach 1, else a poorly determined Approach 3 with that caveat;
+else Approach 2, else Approach 1, each only if it has an interval of a that passed its checks
+and is no wider than Approach 3's, else a poorly determined Approach 3 with that caveat;
 except that an approach whose backtest (scaling.judgement.backtest: refitted without the largest
 budget, predicting it) missed the held-out N* by more than BACKTEST_MISS, by more than twice
 that budget's own noise, and by more than BACKTEST_RATIO times another approach's miss gives
@@ -123,14 +124,19 @@ def recommend(entries: Mapping[str, Mapping[str, Any]], asked: Sequence[str] | N
   if asked is not None and len(asked) == 1:
     return asked[0], f"asked for (--approach={asked[0]})"
   e3 = entries.get("3")
+  others = [k for k in ("2", "1") if k in entries and (not e3 or _better_determined(
+      entries[k], e3))]
   if e3 and not e3.get("problems"):
     k, why = "3", ("Approach 3's parametric law is well determined (plausible exponents, "
                    "bounded coefficients, enough runs); it also predicts losses")
-  elif "2" in entries or "1" in entries:
-    k = "2" if "2" in entries else "1"
+  elif others:
+    k = others[0]
     what = {"2": "the IsoFLOP minima", "1": "the loss curves' envelope"}[k]
     why = (("Approach 3's law is poorly determined (see the warnings); " if e3 else "")
            + f"Approach {k}'s exponents come from {what} directly")
+  elif "2" in entries or "1" in entries:
+    return "3", ("Approach 3's law is poorly determined (see the warnings), and no other "
+                 f"approach is better determined: {_why_not(entries, e3)}")
   else:
     return "3", ("the only approach these runs support, though poorly determined (see the "
                  "warnings)")
@@ -140,6 +146,34 @@ def recommend(entries: Mapping[str, Mapping[str, Any]], asked: Sequence[str] | N
     if other != k and usable and _forecasts_better(entries, other, k):
       return other, _backtest_why(entries, other, k)
   return k, why
+
+
+def _width(entry: Mapping[str, Any]) -> float:
+  lo_hi = (entry.get("ci") or {}).get("a")
+  return float(lo_hi[1] - lo_hi[0]) if lo_hi else float("inf")
+
+
+def _better_determined(entry: Mapping[str, Any], e3: Mapping[str, Any]) -> bool:
+  """Whether Approach 1 or 2 may stand in for a poorly determined Approach 3: it has an
+  interval of a that passed its checks and is no wider than Approach 3's. An approach with no
+  interval, or a wider one, is no better an answer than the law it would replace."""
+  return sound(entry) and _width(entry) <= _width(e3)
+
+
+def _why_not(entries: Mapping[str, Mapping[str, Any]], e3: Mapping[str, Any]) -> str:
+  said = []
+  for k in ("2", "1"):
+    if k not in entries:
+      continue
+    e = entries[k]
+    if not (e.get("ci") or {}).get("a"):
+      said.append(f"Approach {k} has no interval of a")
+    elif not sound(e):
+      said.append(f"Approach {k} fails its lack-of-fit check")
+    else:
+      said.append(f"Approach {k}'s interval of a is {_width(e):.2f} wide against "
+                  f"Approach 3's {_width(e3):.2f}")
+  return "; ".join(said)
 
 
 def sound(entry: Mapping[str, Any]) -> bool:

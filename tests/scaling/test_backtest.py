@@ -137,8 +137,9 @@ def test_too_few_budgets_say_so():
           in caveats.headline(law.doc))
 
 
-def _entry(err, problems=()):
-  return {"problems": list(problems), "backtest": {"N_error": err, "reference_N_rel_sd": 0.05}}
+def _entry(err, problems=(), ci_a=(0.4, 0.6)):
+  return {"problems": list(problems), "backtest": {"N_error": err, "reference_N_rel_sd": 0.05},
+          "ci": {"a": list(ci_a)}}
 
 
 def test_the_recommendation_weighs_the_backtest():

@@ -126,9 +126,19 @@ def test_what_makes_approach_3_poorly_determined():
     assert caveats.approach3_problems({**good, **change}, n) == [expected]
   poor = {"3": {**good, "problems": ["x"]}}
   assert caveats.recommend(poor)[0] == "3"  # the only one: kept, and said to be poor
-  assert caveats.recommend({**poor, "1": {}})[0] == "1"
-  assert caveats.recommend({**poor, "1": {}, "2": {}})[0] == "2"
-  assert caveats.recommend({"3": {**good, "problems": []}, "2": {}})[0] == "3"
+  # Approach 1 or 2 stands in only with an interval of a no wider than Approach 3's (0.04).
+  narrow, wide = {"ci": {"a": [0.44, 0.47]}}, {"ci": {"a": [0.2, 0.8]}}
+  assert caveats.recommend({**poor, "1": narrow})[0] == "1"
+  assert caveats.recommend({**poor, "1": narrow, "2": narrow})[0] == "2"
+  assert caveats.recommend({**poor, "1": narrow, "2": wide})[0] == "1"
+  k, why = caveats.recommend({**poor, "1": {}, "2": wide})
+  assert k == "3" and why == (
+      "Approach 3's law is poorly determined (see the warnings), and no other approach is "
+      "better determined: Approach 2's interval of a is 0.60 wide against Approach 3's 0.04; "
+      "Approach 1 has no interval of a")
+  unfit = {**narrow, "lack_of_fit": {"fits": False}}
+  assert caveats.recommend({**poor, "2": unfit})[0] == "3"
+  assert caveats.recommend({"3": {**good, "problems": []}, "2": narrow})[0] == "3"
   assert caveats.recommend(poor, ["3"]) == ("3", "asked for (--approach=3)")
 
 
