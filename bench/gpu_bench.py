@@ -5,12 +5,16 @@ their compiled memory against what a deviceless compile predicted for the same c
     python bench/gpu_bench.py --smoke         # tiny sizes on a CPU (tests/sweeps/test_gpu_bench.py)
     python bench/gpu_bench.py --sizes=1e9 --batch=8 --steps=20
     python bench/gpu_bench.py --gemm-margin   # no GPU: Triton GEMMs against cuBLAS, temporaries
+    python bench/gpu_bench.py --K=1,16        # the one-step program beside the trainer's chunk
+    python bench/gpu_bench.py --attention=xla # the written-out attention, not cuDNN's fused one
 
 Each size is the recipe's shape (`models.config.shape_for_params`, vocabulary 32000) with sweeps/configs/
 gpu_node.py's numerics (bf16 compute, f32 parameters), remat, sharding and mesh over every
 local device (its fsdp capped at their count: one GPU holds the whole state); the batch is `--batch` sequences per device. The train step is the one a run
-jits (`sweeps.accel.aot.lower`: `sweeps.train.step.make_train_step` on the state's
-shardings), compiled here, then timed over `--steps` steps after `--warmup`. MFU is the
+jits (`sweeps.accel.aot.lower`: with `--K` above 1, `sweeps.train.step.make_train_chunk`'s K
+steps per dispatch over K stacked batches, as the trainer runs it with gpu_node.py's
+`steps_per_dispatch`; with K = 1, `make_train_step`'s one step), compiled here, then timed over
+`--steps` steps (rounded up to whole chunks) after `--warmup` dispatches. MFU is the
 analytic Chinchilla FLOPs per step (`scaling.runs.conventions`, attention included) over the step
 time times the dense bf16 peak (`sweeps.chips.hardware`); `mfu_6nd` counts 6N per token.
 
@@ -25,6 +29,16 @@ machine (165 s) their temporaries differed by +0.5%, +0.3%, -0.2% (11.5, 10.8, 1
 with Triton), and the predicted peaks, 12.1, 14.8 and 23.9 GiB, fit an H100's 53.4 GiB budget.
 Prints one JSON object. Goals on one H100: MFU >= 25% at 50M, >= 45% at 350M, the deviceless
 memory within 10% of the on-device figure.
+
+Measured on one H200 (2026-11-27, jax 0.11.2, cuDNN in the machine's image; the prediction for
+h200:1 compiled on that machine's CPU), batch 16/8/4 x 2048, K = 16 unless said:
+
+    attention        50M: ms/step  MFU    350M: ms/step  MFU    1B: ms/step  MFU    memory vs predicted
+    cudnn (default)        33.0   38.6%         92.9   46.8%        126.1   46.2%   +0.0%, +0.0%, +0.2%
+    xla (written out)     144.4    8.8%        182.8   23.8%        213.2   27.3%   +0.2%, +0.3%, +0.1%
+
+(xla: 350M and 1B at K = 1; K = 16 was within 1.5% of K = 1 at every size, dispatch being
+negligible at these step times. MFU counts Chinchilla FLOPs, attention included.)
 """
 
 import argparse
@@ -68,7 +82,11 @@ def parse(argv) -> argparse.Namespace:
   p.add_argument("--seq-len", type=int)
   p.add_argument("--vocab", type=int)
   p.add_argument("--steps", type=int, help="timed steps per size (default 10)")
-  p.add_argument("--warmup", type=int, default=2)
+  p.add_argument("--warmup", type=int, default=2, help="untimed dispatches first")
+  p.add_argument("--attention", help="the model's attention kernel: auto | xla | cudnn "
+                                     "(default: gpu_node.py's)")
+  p.add_argument("--K", help="train steps per dispatch, one or more (default: gpu_node.py's "
+                             "steps_per_dispatch, the trainer's chunk; 1: the one-step program)")
   p.add_argument("--gemm-margin", action="store_true",
                  help="no GPU needed: temporaries of the deviceless compile for one H100 with "
                       "GEMMs as Triton fusions against cuBLAS forced")
@@ -77,11 +95,21 @@ def parse(argv) -> argparse.Namespace:
   for k, v in (SMOKE if args.smoke else FULL).items():
     if getattr(args, k) is None:
       setattr(args, k, v)
+  if args.attention is None:
+    args.attention = gpu_node.get_config().train.model.attention
+  if args.K is None:
+    args.K = str(gpu_node.get_config().train.steps_per_dispatch)
+  try:
+    args.Ks = [int(k) for k in args.K.split(",")]
+  except ValueError:
+    p.error(f"--K={args.K!r}: give whole numbers of steps per dispatch, e.g. 1,16")
+  if any(k < 1 for k in args.Ks):
+    p.error(f"--K={args.K!r}: each must be at least 1")
   return args
 
 
 def setups(args, n_devices: int) -> list[aot.Setup]:
-  """One setup per size: the recipe's shape with gpu_node.py's numerics and sharding."""
+  """One setup per size and K: the recipe's shape with gpu_node.py's numerics and sharding."""
   t = gpu_node.get_config().train
   sizes = [float(x) for x in args.sizes.split(",")]
   batch = [int(x) for x in args.batch.split(",")]
@@ -92,9 +120,11 @@ def setups(args, n_devices: int) -> list[aot.Setup]:
   for N, b in zip(sizes, batch):
     shape = shape_for_params(N, vocab_size=args.vocab, seq_len=args.seq_len)
     model = ModelConfig(shape, compute_dtype=t.model.compute_dtype,
-                        param_dtype=t.model.param_dtype, remat=t.model.remat, z_loss=t.model.z_loss)
-    out.append(aot.Setup(model, optimizer.OptimizerConfig(**t.optimizer.to_dict()), 1000,
-                         mesh_for(t.mesh, n_devices), t.sharding, b * n_devices))
+                        param_dtype=t.model.param_dtype, remat=t.model.remat, z_loss=t.model.z_loss,
+                        attention=args.attention)
+    for K in args.Ks:
+      out.append(aot.Setup(model, optimizer.OptimizerConfig(**t.optimizer.to_dict()), 1000,
+                           mesh_for(t.mesh, n_devices), t.sharding, b * n_devices, K=K))
   return out
 
 
@@ -123,7 +153,7 @@ def predict(args) -> None:
 def _predict_argv(args, target: str) -> list[str]:
   return [sys.executable, os.path.abspath(__file__), f"--predict={target}",
           f"--sizes={args.sizes}", f"--batch={args.batch}", f"--seq-len={args.seq_len}",
-          f"--vocab={args.vocab}"]
+          f"--vocab={args.vocab}", f"--K={args.K}", f"--attention={args.attention}"]
 
 
 def gemm_margin(args) -> None:
@@ -159,8 +189,8 @@ def start_prediction(args, devices) -> tuple[subprocess.Popen | None, str, str |
     return None, "", why
   target = f"{gpu.name}:{len(devices)}"
   env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-  return subprocess.Popen(_predict_argv(args, target), env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                          text=True), target, None
+  return subprocess.Popen(_predict_argv(args, target), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True), target, None
 
 
 def measure(s: aot.Setup, devices, args) -> dict:
@@ -180,17 +210,24 @@ def measure(s: aot.Setup, devices, args) -> dict:
   seq = s.model.shape.seq_len
   tokens = jax.random.randint(jax.random.key(1), (s.batch_size, seq + 1), 0,
                               s.model.shape.vocab_size, jnp.int32)
-  batch = jax.device_put({"inputs": tokens[:, :-1], "targets": tokens[:, 1:]},
-                         sharding.batch_sharding(mesh, sharding.RULES))
-  lr = np.float32(1e-4)
+  batch = {"inputs": tokens[:, :-1], "targets": tokens[:, 1:]}
+  bs = sharding.batch_sharding(mesh, sharding.RULES)
+  if s.K == 1:
+    step_args = (jax.device_put(batch, bs), np.float32(1e-4))
+  else:  # the trainer's chunk: K stacked batches (one batch repeated), K rates, n = K steps
+    chunk = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, *bs.spec))
+    step_args = (jax.device_put({k: jnp.broadcast_to(x, (s.K, *x.shape)) for k, x in batch.items()},
+                                chunk),
+                 np.full(s.K, 1e-4, np.float32), np.int32(s.K))
   for _ in range(args.warmup):
-    state, metrics = compiled(state, batch, lr)
+    state, metrics = compiled(state, *step_args)
   jax.block_until_ready((state, metrics))
+  dispatches = -(-args.steps // s.K)
   t0 = time.perf_counter()
-  for _ in range(args.steps):
-    state, metrics = compiled(state, batch, lr)
+  for _ in range(dispatches):
+    state, metrics = compiled(state, *step_args)
   jax.block_until_ready((state, metrics))
-  step_s = (time.perf_counter() - t0) / args.steps
+  step_s = (time.perf_counter() - t0) / (dispatches * s.K)
   shape = s.model.shape
   per_step = lambda convention: conventions.flops_per_token(shape, convention) * s.batch_size * seq
   peak = hardware.peak_flops(devices[0])
@@ -198,7 +235,9 @@ def measure(s: aot.Setup, devices, args) -> dict:
                             if peak else None)
   return {"N": conventions.params(shape), "shape": [shape.d_model, shape.n_layers,
                                                     shape.n_heads, shape.d_ff],
-          "batch": s.batch_size, "seq_len": seq, "compile_s": compile_s, "step_s": step_s,
+          "batch": s.batch_size, "seq_len": seq, "K": s.K,
+          "attention": s.model.attention_kernel(devices[0].platform), "compile_s": compile_s,
+          "step_s": step_s,
           "tokens_per_s": s.batch_size * seq / step_s, "mfu": mfu("chinchilla"),
           "mfu_6nd": mfu("6ND"), "loss": float(metrics["loss"]),
           "memory": {"on_device": memory(on_device)}}
@@ -215,7 +254,13 @@ def main(argv=None) -> None:
   devices = jax.local_devices()
   proc, target, why = start_prediction(args, devices)
   cells = [measure(s, devices, args) for s in setups(args, len(devices))]
-  predicted = json.loads(proc.communicate()[0].strip().splitlines()[-1]) if proc else None
+  predicted = None
+  if proc:
+    out, err = proc.communicate()
+    if proc.returncode == 0:
+      predicted = json.loads(out.strip().splitlines()[-1])
+    else:  # the timing stands; say why the prediction is missing
+      why = f"the deviceless compile failed: {(err.strip().splitlines() or ['?'])[-1][:300]}"
   for cell, p in zip(cells, predicted or [None] * len(cells)):
     m = cell["memory"]
     m["predicted"] = p

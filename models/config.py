@@ -18,6 +18,12 @@ change only numerics and memory, never N or C:
 * `attn_block`: queries per block of the causal attention (`decoder.causal_attention`), which
   skips the masked upper triangle block by block; 0 turns it off, None (default) picks
   max(32, seq_len / 4) on CPU, where it makes attention ~25% cheaper, and off on GPU and TPU.
+* `attention`: the kernel of the causal attention. `xla` is `decoder.causal_attention`
+  written out: S x T logits in float32, materialised. `cudnn` is cuDNN's fused (flash)
+  attention through `jax.nn.dot_product_attention`: no S x T tensor in memory, on an NVIDIA
+  GPU in bfloat16 only. `auto` (default) takes `cudnn` where it can run (a GPU, bfloat16
+  compute, head_dim a multiple of 8 up to 128), else `xla`. On one H200 at context 2048 the
+  written-out form held a 50M model's train step to 9% MFU (bench/gpu_bench.py).
 
 The shape recipe, `shape_for_params`: (d_model, n_layers, n_heads, d_ff) for a target N.
 
@@ -75,6 +81,7 @@ REMAT_POLICIES: dict[str, object] = {
     "full": jax.checkpoint_policies.nothing_saveable,
 }
 DTYPES: dict[str, jnp.dtype] = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+ATTENTION = ("auto", "xla", "cudnn")  # `attention`: see the module docstring
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +97,7 @@ class ModelConfig:
   init_std: float = 0.02  # embedding std; weight matrices use fan-in scaling
   unroll_layers: int = 8
   attn_block: int | None = None
+  attention: str = "auto"
 
   def validate(self) -> "ModelConfig":
     self.shape.validate()
@@ -108,7 +116,29 @@ class ModelConfig:
       raise UserError(f"model: attn_block must be >= 0 (0: off), got {self.attn_block}")
     if self.z_loss < 0:
       raise UserError(f"model: z_loss must be >= 0, got {self.z_loss}")
+    if self.attention not in ATTENTION:
+      raise UserError(
+          f"model: attention={self.attention!r} is not one of {', '.join(ATTENTION)}")
     return self
+
+  def attention_kernel(self, platform: str | None = None) -> str:
+    """`attention` resolved for a backend (`jax.default_backend()` unless given): xla | cudnn.
+
+    A UserError where `cudnn` is asked for and cannot run there."""
+    platform = platform or jax.default_backend()
+    why_not = []
+    if platform not in ("gpu", "cuda"):
+      why_not.append(f"a GPU (this backend is {platform})")
+    if self.compute_dtype != "bfloat16":
+      why_not.append(f"compute_dtype bfloat16 (not {self.compute_dtype})")
+    if self.shape.head_dim % 8 or self.shape.head_dim > 128:
+      why_not.append(f"head_dim a multiple of 8 up to 128 (not {self.shape.head_dim})")
+    if self.attention == "xla" or (self.attention == "auto" and why_not):
+      return "xla"
+    if why_not:
+      raise UserError(f"model: attention=cudnn needs {' and '.join(why_not)}: use "
+                      "--config.model.attention=auto (or xla)")
+    return "cudnn"
 
   @property
   def attention_block(self) -> int:

@@ -118,7 +118,13 @@ class Attention(nn.Module):
     act = ("act_batch", "act_len", "act_heads", "act_kv")
     q_BxSxHxK, k_BxSxHxK, v_BxSxHxK = (
         nn.with_logical_constraint(t, act) for t in (q_BxSxHxK, k_BxSxHxK, v_BxSxHxK))
-    o_BxSxHxK = causal_attention(q_BxSxHxK, k_BxSxHxK, v_BxSxHxK, cfg.attention_block)
+    # An explicit kernel is taken as given: a deviceless compile for a GPU traces on the CPU.
+    kernel = cfg.attention if cfg.attention != "auto" else cfg.attention_kernel()
+    if kernel == "cudnn":
+      o_BxSxHxK = jax.nn.dot_product_attention(q_BxSxHxK, k_BxSxHxK, v_BxSxHxK,
+                                               is_causal=True, implementation="cudnn")
+    else:
+      o_BxSxHxK = causal_attention(q_BxSxHxK, k_BxSxHxK, v_BxSxHxK, cfg.attention_block)
     # GPT-2's 1/sqrt(2 L) on residual-stream outputs keeps the stream's variance depth-free.
     out_init = _fan_in((0, 1), (2,), scale=1.0 / (2 * s.n_layers))
     w_o = _param(self, "w_o", out_init, (H, K, D), ("heads", "kv", "embed"), cfg)

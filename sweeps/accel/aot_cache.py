@@ -45,7 +45,8 @@ def folder() -> str | None:
 def _versions() -> str:
   out = [jax.__version__]
   for dist in ("jaxlib", "libtpu", "libtpu-nightly", "jax-cuda12-plugin", "jax-cuda12-pjrt",
-               "nvidia-cuda-nvcc-cu12"):
+               "jax-cuda13-plugin", "jax-cuda13-pjrt", "nvidia-cuda-nvcc-cu12",
+               "nvidia-cuda-nvcc"):
     if versions.of(dist):
       out.append(f"{dist}={versions.of(dist)}")
   # Our FLOP count, and the GPU specs XLA compiles against: a changed spec is another target.

@@ -16,6 +16,9 @@ What such a compile cannot know, and the dry run states:
 - without a GPU there is no autotuning: GEMMs compile as Triton fusions, where the GPU may pick
   cuBLAS with a workspace in the program's temporaries (`AUTOTUNE_MARGIN`: forcing cuBLAS
   moved the temporaries of one H100's 50M, 350M and 1B train steps by +0.5%, +0.3%, -0.2%).
+- cuDNN's fused attention (`models.config` `attention`, the GPU's default in bfloat16) traces
+  only where the cuDNN library loads, which the gpu-compile extra does not install. Without
+  it each cell's attention is compiled written out (`NO_CUDNN`), and the dry run says so.
 `cost_analysis()` is None for a deviceless executable; the FLOPs come from the HLO text
 (`sweeps.accel.hlo_flops`), as for a TPU.
 """
@@ -38,6 +41,22 @@ AUTOTUNE_MARGIN = (
     "decoders at context 2048, bench/gpu_bench.py --gemm-margin)")
 
 
+NO_CUDNN = (
+    "cuDNN does not load here, so attention was compiled written out (S x T logits in memory), "
+    "not as the GPU's fused cuDNN kernel: temporaries are overstated (a 50M model at context "
+    "2048 on one H200: 12.1 GiB against 8.8); pip install nvidia-cudnn-cu12 to compile the "
+    "kernel the GPU runs")
+
+
+def cudnn_loads() -> bool:
+  """Whether jax's CUDA plugin finds the cuDNN library, without which cuDNN calls can't trace."""
+  try:
+    from jax._src.lib import cuda_versions  # pylint: disable=g-import-not-at-top
+    return cuda_versions is not None and cuda_versions.cudnn_get_version() > 0
+  except Exception:  # pylint: disable=broad-except  (no plugin, or "cuDNN not found")
+    return False
+
+
 def mem_fraction() -> float:
   """The fraction of each GPU's memory XLA may use, as jax will read it on the node."""
   text = os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION", "")
@@ -55,10 +74,14 @@ def pool_bytes(gpu: hardware.Gpu) -> int:
   return int(gpu.hbm_bytes * mem_fraction())
 
 
+CUDA_PLUGINS = ("xla_cuda12", "xla_cuda13")  # jax[cuda12], jax[cuda13]: either compiles
+
+
 def has_plugin() -> bool:
   # find_spec of a submodule imports its package, which is absent without any jax plugin.
   return (importlib.util.find_spec("jax_plugins") is not None
-          and importlib.util.find_spec("jax_plugins.xla_cuda12") is not None)
+          and any(importlib.util.find_spec(f"jax_plugins.{name}") is not None
+                  for name in CUDA_PLUGINS))
 
 
 def ptxas() -> str | None:

@@ -54,15 +54,24 @@ def facts(node: hardware.GpuNode, rows, devices: Sequence) -> dict:
       "gpus_per_node": node.gpus_per_node, "memory_bytes": node.gpu.hbm_bytes,
       "mem_fraction": gpu_aot.mem_fraction(), "pool_bytes": gpu_aot.pool_bytes(node.gpu),
       "autotune_margin": gpu_aot.AUTOTUNE_MARGIN,
+      "attention": gpu_aot.NO_CUDNN if _attention_written_out(rows, devices) else None,
       "meshes": [{"shape": list(shape), "cross_node_axes": cross,
                   "text": _sharding_line(node, shape, cross)}
                  for shape, cross in _meshes(rows, devices).items()],
   }
 
 
+def _attention_written_out(rows, devices: Sequence) -> bool:
+  """Whether a cell that runs cuDNN's attention on the GPU was compiled without it here."""
+  return (not gpu_aot.cudnn_loads()
+          and any(r.setup.model.attention_kernel(devices[0].platform) == "cudnn" for r in rows))
+
+
 def text(node: hardware.GpuNode, rows, devices: Sequence, headroom: float) -> str:
   lines = [f"  {_sharding_line(node, shape, cross)}"
            for shape, cross in _meshes(rows, devices).items()]
+  if _attention_written_out(rows, devices):
+    lines.append(f"  {gpu_aot.NO_CUDNN}")
   lines.append(f"  {gpu_aot.AUTOTUNE_MARGIN}; the {headroom:.0%} headroom covers it. The CUDA "
                "context and NCCL buffers live outside XLA's pool.")
   return "\n".join(lines)

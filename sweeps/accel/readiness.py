@@ -56,7 +56,7 @@ def setup_for(cell: Cell, c: ml_collections.ConfigDict) -> aot.Setup:
   t = cell.train_config(c)
   m = t.model
   model = ModelConfig(cell.shape, compute_dtype=m.compute_dtype, param_dtype=m.param_dtype,
-                      remat=m.remat, z_loss=m.z_loss)
+                      remat=m.remat, z_loss=m.z_loss, attention=m.attention)
   K = 1 if len(run_config.lengths(t).stages) > 1 else int(t.steps_per_dispatch)
   return aot.Setup(model, optimizer.OptimizerConfig(**t.optimizer.to_dict()), cell.steps,
                    (t.mesh.data, t.mesh.fsdp, t.mesh.tensor), t.sharding, cell.batch_size,

@@ -64,7 +64,10 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
   # remat the largest cell (723M, 29 sequences of 2048 per GPU) needs 347 GiB per GPU, the
   # 1e17 budget's largest 23 GiB; minimal remat keeps the weight matmuls' outputs: 68 GiB
   # data-parallel, 59 GiB with parameters and AdamW's moments sharded over the node's 8 GPUs
-  # (FSDP on NVLink; across nodes, `data` replicates: h100:16 is data 2 x fsdp 8).
+  # (FSDP on NVLink; across nodes, `data` replicates: h100:16 is data 2 x fsdp 8). Those
+  # figures compile attention written out, as a machine without cuDNN does; on the GPU it is
+  # cuDNN's fused kernel (model.attention=auto), with less memory (one H200, 50M: 8.8 GiB
+  # against 12.1) and at 39-47% MFU on one H200 (bench/gpu_bench.py).
   t.model.update(compute_dtype="bfloat16", param_dtype="float32", remat="minimal")
   t.seq_len = 2048
   t.eval_every, t.eval_tokens, t.log_every = 1000, 2**22, 100

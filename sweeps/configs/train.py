@@ -51,6 +51,10 @@ KEYS = (
     K("model.param_dtype", "float32", "float32 | bfloat16: stored parameters"),
     K("model.remat", "none", "rematerialisation of the blocks: none | minimal | full", **FREE),
     K("model.z_loss", 0.0, "weight of the log-partition penalty (0: off)"),
+    # FREE like remat: the same maths, computed another way (rounding differs, as on
+    # another backend, which a resume may also move to).
+    K("model.attention", "auto", "the causal attention's kernel: auto (cudnn on a GPU in "
+      "bfloat16, else xla) | xla (written out) | cudnn (fused, flash)", **FREE),
     K("data.name", "stdlib", "stdlib, or a TFDS dataset prepared in array_record form under "
       "data_dir"),
     K("data.corpus", "", "a directory or glob of text files; when set, wins over name"),

@@ -92,7 +92,7 @@ def model_config(c: ml_collections.ConfigDict, vocab_size: int) -> ModelConfig:
         d_model=m.d_model, n_layers=m.n_layers, n_heads=m.n_heads, d_ff=m.d_ff,
         vocab_size=vocab_size, seq_len=c.seq_len, tied=m.tied)
   return ModelConfig(shape=shape, compute_dtype=m.compute_dtype, param_dtype=m.param_dtype,
-                     remat=m.remat, z_loss=m.z_loss).validate()
+                     remat=m.remat, z_loss=m.z_loss, attention=m.attention).validate()
 
 
 def optimizer_config(c: ml_collections.ConfigDict) -> optimizer.OptimizerConfig:

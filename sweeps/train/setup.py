@@ -171,6 +171,7 @@ def build(c: ml_collections.ConfigDict, workdir: str, *, devices=None, checkpoin
   if not checked:
     data.check_vocab(ds.tokenizer, model_cfg.shape.vocab_size)
   mesh = opened.mesh_for(c, devices)
+  model_cfg.attention_kernel(mesh.devices.flat[0].platform)  # cudnn asked for where it can't run
   batch_sharding = sharding.batch_sharding(mesh, sharding.RULES)
   inputs = inputs_lib.make(c, ds, batch_sharding)
   prepared = task_eval.prepare(c, ds.tokenizer)  # a choice longer than seq_len: refused here

@@ -233,3 +233,31 @@ def test_analytic_forward_flops_match_xla_cost_analysis(shape, unroll_layers):
   scanned = shape.n_layers > unroll_layers
   analytic = terms["final_logits"] + (layers / shape.n_layers if scanned else layers)
   assert xla == pytest.approx(analytic, rel=0.05)
+
+
+def test_the_attention_kernel_is_cudnn_only_where_it_can_run():
+  bf16 = ModelConfig(TINY, compute_dtype="bfloat16")  # head_dim 16
+  assert bf16.attention == "auto"
+  assert bf16.attention_kernel("gpu") == "cudnn" and bf16.attention_kernel("cuda") == "cudnn"
+  assert bf16.attention_kernel("cpu") == "xla" and bf16.attention_kernel("tpu") == "xla"
+  assert jax.default_backend() == "cpu" and bf16.attention_kernel() == "xla"
+  f32 = dataclasses.replace(bf16, compute_dtype="float32")
+  assert f32.attention_kernel("gpu") == "xla"  # cuDNN's fused attention: bf16 here
+  odd = dataclasses.replace(bf16, shape=dataclasses.replace(TINY, d_model=48, n_heads=4))
+  assert odd.shape.head_dim == 12 and odd.attention_kernel("gpu") == "xla"
+  assert dataclasses.replace(bf16, attention="xla").attention_kernel("gpu") == "xla"
+  with pytest.raises(UserError) as e:
+    dataclasses.replace(f32, attention="cudnn").attention_kernel("cpu")
+  assert str(e.value) == (
+      "model: attention=cudnn needs a GPU (this backend is cpu) and compute_dtype bfloat16 "
+      "(not float32): use --config.model.attention=auto (or xla)")
+  with pytest.raises(UserError, match=r"attention='flash' is not one of auto, xla, cudnn"):
+    dataclasses.replace(bf16, attention="flash").validate()
+
+
+def test_an_explicit_xla_kernel_is_the_default_on_cpu(tiny):
+  cfg, params, apply = tiny
+  tokens = jax.random.randint(jax.random.key(3), (2, cfg.shape.seq_len), 0, 256, jnp.int32)
+  explicit = _apply(dataclasses.replace(cfg, attention="xla"), params)
+  np.testing.assert_array_equal(np.asarray(explicit({"params": params}, tokens)),
+                                np.asarray(apply({"params": params}, tokens)))

@@ -130,3 +130,24 @@ def test_two_nodes_cross_on_the_outer_axis(compiled):
   assert compiled["processes"] == [0, 1]
   assert compiled["cross_node"] == {"2x8x1": ["data"], "1x16x1": ["fsdp"],
                                     "16x1x1": ["data"], "2x4x2": ["data"]}
+
+
+def test_attention_compiled_without_cudnn_is_said(monkeypatch):
+  """A bf16 cell runs cuDNN's fused attention on a GPU; where cuDNN does not load, the
+  deviceless compile writes attention out, and the dry run's text and JSON say so."""
+  import types  # pylint: disable=g-import-not-at-top
+  from chinchax.models.config import ModelConfig  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.runs.conventions import Shape  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.accel import gpu_budget  # pylint: disable=g-import-not-at-top
+  shape = Shape(d_model=256, n_layers=2, n_heads=4, d_ff=688, vocab_size=512, seq_len=512)
+  row = lambda dtype: types.SimpleNamespace(setup=types.SimpleNamespace(
+      model=ModelConfig(shape, compute_dtype=dtype)))
+  gpu = [types.SimpleNamespace(platform="gpu")]
+  monkeypatch.setattr(gpu_aot, "cudnn_loads", lambda: False)
+  assert gpu_budget._attention_written_out([row("float32"), row("bfloat16")], gpu)
+  assert not gpu_budget._attention_written_out([row("float32")], gpu)  # xla there anyway
+  assert not gpu_budget._attention_written_out([row("bfloat16")],
+                                               [types.SimpleNamespace(platform="tpu")])
+  monkeypatch.setattr(gpu_aot, "cudnn_loads", lambda: True)
+  assert not gpu_budget._attention_written_out([row("bfloat16")], gpu)
+  assert "pip install nvidia-cudnn-cu12" in gpu_aot.NO_CUDNN

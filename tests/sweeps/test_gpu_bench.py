@@ -18,16 +18,26 @@ def test_the_gpu_bench_smoke(tmp_path):
   env = {**os.environ, "PYTHONPATH": aot_util.ROOT, "JAX_PLATFORMS": "cpu",
          "CHINCHAX_COMPILE_CACHE": str(tmp_path / "cache")}
   done = subprocess.run([sys.executable, os.path.join(aot_util.ROOT, "bench", "gpu_bench.py"),
-                         "--smoke"], env=env, capture_output=True, text=True, timeout=900)
+                         "--smoke", "--K=1,4"], env=env, capture_output=True, text=True,
+                        timeout=900)
   assert done.returncode == 0, done.stderr[-3000:]
   got = json.loads(done.stdout)
   assert got["config"] == "gpu_node" and got["peak_flops_per_device"] is None  # a CPU
-  (cell,) = got["cells"]
+  one, cell = got["cells"]  # the one-step program, then the trainer's chunk of 4 steps
+  assert (one["K"], cell["K"]) == (1, 4) and one["N"] == cell["N"]
+  # The chunk's arguments hold 3 more int32 batches (inputs and targets, B x 64 each) and
+  # 3 more learning rates, plus its step count n: nothing else differs.
+  extra = 3 * 2 * cell["batch"] * 64 * 4 + 3 * 4 + 4
+  assert (cell["memory"]["on_device"]["argument_bytes"]
+          - one["memory"]["on_device"]["argument_bytes"]) == extra
   assert abs(math.log(cell["N"] / 2e5)) < 0.2 and cell["seq_len"] == 64
   assert cell["batch"] == 2 * got["devices"] and cell["mfu"] is None
   assert cell["tokens_per_s"] == pytest.approx(cell["batch"] * 64 / cell["step_s"])
-  # Four steps of an untrained model on uniform random tokens: the loss is near log V.
-  assert abs(cell["loss"] - math.log(512)) < 0.5, cell["loss"]
+  # Four steps of an untrained model on uniform random tokens: the loss is near log V. The
+  # chunks took 12 steps on that one batch (2 warm-up and 1 timed dispatch of 4): it is
+  # memorised further.
+  assert abs(one["loss"] - math.log(512)) < 0.5, one["loss"]
+  assert cell["loss"] < one["loss"] - 0.2, (cell["loss"], one["loss"])
   m = cell["memory"]
   assert m["on_device"]["argument_bytes"] > 12 * cell["N"]  # f32 params + AdamW's moments
   if got["prediction_missing"]:
