@@ -2,4 +2,5 @@
 
 from chinchax.cli import main
 
-main()
+if __name__ == "__main__":  # a process that imports this module (a spawn, a worker) runs nothing
+  main()
