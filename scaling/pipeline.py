@@ -194,13 +194,11 @@ def _form(runs: Runs, o: Options, log, entry: dict, fit3, clusters):
   ff = form_lib.fit_form(runs.N, runs.D, runs.loss, theta3, o.delta)
   log(f"form: {form_lib.TEXT}, gamma = {ff.gamma:.3g}: a = {ff.a:.3f} "
       f"({min(o.bootstrap, form_lib.MAX_RESAMPLES)} resamples) ...")
-  draws_Rx6 = form_lib.bootstrap(runs.N, runs.D, runs.loss, ff, o.delta,
-                                 n_resamples=o.bootstrap, seed=o.seed, clusters=clusters)
-  draws_Rx6 = draws_Rx6[np.all(draws_Rx6[:, 1:] > 0, axis=1)]
+  draws_Rx6, a_S, ci_form = _laws_and_a(
+      form_lib.bootstrap(runs.N, runs.D, runs.loss, ff, o.delta, n_resamples=o.bootstrap,
+                         seed=o.seed, clusters=clusters), ff.a, o.ci)
   if not len(draws_Rx6):
     return None, None
-  a_S = power.from_theta(draws_Rx6)[:, 0]
-  ci_form = intervals.holding(intervals.interval(a_S, o.ci), ff.a)
   law_ci = entry["ci"]["a"]
   adopt = ff.p_value < form_lib.P_REJECT
   if adopt:
@@ -231,6 +229,17 @@ def _form(runs: Runs, o: Options, log, entry: dict, fit3, clusters):
   if not adopt:  # adopted, the law's form is rejected: a's interval is the nesting form's
     entry["ci"]["a"], entry["ci"]["b"] = hull, [1 - hull[1], 1 - hull[0]]
   return (ff, draws_Rx6) if adopt else (None, None)
+
+
+def _laws_and_a(draws_RxP: np.ndarray, a: float, ci: float):
+  """An alternative law's bootstrap refits that gave a law (every coefficient and exponent
+  after E positive), their a, and its interval holding the estimate a; (empty, None, None)
+  when none did."""
+  draws_RxP = draws_RxP[np.all(draws_RxP[:, 1:] > 0, axis=1)]
+  if not len(draws_RxP):
+    return draws_RxP, None, None
+  a_S = power.from_theta(draws_RxP)[:, 0]
+  return draws_RxP, a_S, intervals.holding(intervals.interval(a_S, ci), a)
 
 
 def _adopt(entry: dict, ff, draws_Rx6: np.ndarray, o: Options) -> None:
@@ -273,16 +282,14 @@ def _schedule(runs: Runs, o: Options, log, entry: dict, fit3, samples, sizes_n):
   sf = schedule_lib.fit(runs.N, runs.D, runs.loss, law_theta, pl, o.delta)
   log(f"schedule: {schedule_lib.TEXT}, {pl.text}: "
       f"a = {sf.a:.3f} ({min(o.bootstrap, schedule_lib.MAX_RESAMPLES)} resamples) ...")
-  draws = schedule_lib.bootstrap(runs.N, runs.D, runs.loss, sf, o.delta,
-                                 n_resamples=o.bootstrap, seed=o.seed, clusters=sizes_n)
-  draws = draws[np.all(draws[:, 1:] > 0, axis=1)]
+  draws, a_S, ci_a = _laws_and_a(
+      schedule_lib.bootstrap(runs.N, runs.D, runs.loss, sf, o.delta, n_resamples=o.bootstrap,
+                             seed=o.seed, clusters=sizes_n), sf.a, o.ci)
   if not len(draws):
     entry.setdefault("notes", []).append(
         f"the checkpoints' schedule is not fitted ({schedule_lib.TEXT}): none of its "
         "bootstrap refits gave a law")
     return fit3, samples
-  a_S = power.from_theta(draws)[:, 0]
-  ci_a = intervals.holding(intervals.interval(a_S, o.ci), sf.a)
   shape = entry.get("curve_shape")
   adopt = shape is not None and shape["p_value"] < checks.P_SHAPE
   before = {"form": law_schema.PARAMETRIC, "a": entry["a"], "ci_a": entry["ci"]["a"]}
