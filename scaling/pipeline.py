@@ -391,7 +391,20 @@ def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict
       draws = {k: np.asarray(boot[k], np.float64) for k in power.NAMES}
       entry["ci"] = _interval_block(draws, power.NAMES, o.ci, entry)
       entry["warnings"] += checks.shifted(entry, draws, o.ci)
+      entry["warnings"] += _unbounded(entry["ci"]["a"], o.ci)
   return entry, fit, draws
+
+
+def _unbounded(ci_a, ci: float) -> list[str]:
+  """The estimate of a is inside (0, 1) (else refused above), but its interval may not be:
+  past 1, b = 1 - a is negative and D* would fall as compute grows; below 0, N* would."""
+  lo, hi = ci_a
+  if 0 < lo and hi < 1:
+    return []
+  side = ("past 1, where b < 0 and D* would fall as compute grows" if hi >= 1
+          else "below 0, where N* would fall as compute grows")
+  return [f"its {ci:.0%} interval of a, {fmt.interval(ci_a)}, reaches {side}: these runs do "
+          "not bound the allocation by this approach"]
 
 
 def _dropped_in_one(lines: list[str], most: int = 3) -> list[str]:

@@ -14,6 +14,7 @@ import pytest
 import chinchax
 from chinchax.errors import UserError
 from chinchax.scaling.judgement import backtest_doc, caveats
+from chinchax.scaling import pipeline
 from chinchax.scaling.parametric import fit as parametric
 from chinchax.scaling.runs import anomalies, design
 from chinchax.scaling.runs.table import budget_groups, make_runs
@@ -321,3 +322,25 @@ def test_a_suite_whose_models_all_ran_to_one_d_says_its_a_cannot_be_checked():
   ends["loss"] = truths.cosine_checkpoints(ends["N"], ends["D"])
   assert not any(w.startswith("a rests on reading each checkpoint")
                  for w in chinchax.fit(ends, bootstrap=0).warnings)  # models to 4 D_end
+
+
+def test_an_interval_of_a_past_1_is_said():
+  """Approach 1's envelope on noisy checkpoints of models all run to one D: its estimate of a
+  is inside (0, 1), its bootstrap interval runs past 1 (b < 0), and a warning says these runs
+  do not bound the allocation by that approach. Written by hand: the line for [0.4, 1.2]."""
+  assert pipeline._unbounded([0.2, 0.8], 0.9) == []
+  assert pipeline._unbounded([0.4, 1.2], 0.9) == [
+      "its 90% interval of a, [0.4, 1.2], reaches past 1, where b < 0 and D* would fall as "
+      "compute grows: these runs do not bound the allocation by this approach"]
+  assert pipeline._unbounded([-0.1, 0.5], 0.8)[0].startswith(
+      "its 80% interval of a, [-0.1, 0.5], reaches below 0, where N* would fall")
+  N = np.repeat(np.geomspace(7e7, 1.2e10, 8), 15)
+  D = np.tile(np.geomspace(2e9, 3e11, 15), 8)
+  L = truths.cosine_checkpoints(N, D) * np.exp(
+      0.005 * np.random.default_rng(0).standard_normal(len(N)))
+  law = chinchax.fit({"N": N, "D": D, "loss": L}, bootstrap=200, seed=0)
+  lo, hi = law.approaches["1"]["ci"]["a"]
+  assert 0 < law.approaches["1"]["a"] < 1 < hi, (lo, hi)
+  assert any(w.startswith("Approach 1: its 90% interval of a, [") and "reaches past 1" in w
+             for w in law.warnings)
+  assert not any("reaches" in w for w in law.warnings if w.startswith("Approach 3"))
