@@ -175,11 +175,19 @@ def sweep(config: ml_collections.ConfigDict, workdir: str | None = None, *,
   return Result("done", tuple(failed), fit_error, path)
 
 
+# What a run writes at its workdir's top (sweeps/train/loop.py), which a sweep never does there.
+RUN_FILES = ("config.json", "result.json", "metrics.jsonl")
+
+
 def check_study(spec: spec_lib.Spec, workdir: str) -> str | None:
   """Refuses a sweep into a workdir that holds another study (sweeps/configs/identity.py):
   its sweep.json differs in a key that changes what a cell trains or how it is measured, or
   it holds runs but no sweep.json that parses. A change of the grid's keys only extends the
   study: the line that says so, else None."""
+  run = next((f for f in RUN_FILES if atomic.exists(os.path.join(workdir, f))), None)
+  if run:
+    raise UserError(f"{workdir} holds a run of `chinchax train` ({run}), another study: a "
+                    "sweep needs a workdir of its own; pass another --workdir")
   there = any(atomic.exists(os.path.join(workdir, f)) for f in ("runs.jsonl", "law.json")) or any(
       atomic.exists(d) for j in spec.jobs for d in job_lib.record_dirs(j))
   old = identity.recorded(os.path.join(workdir, "sweep.json"), workdir, there)

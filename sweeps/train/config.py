@@ -164,10 +164,19 @@ def _check_optimizer(o: ml_collections.ConfigDict) -> None:
       raise UserError(f"config.optimizer.{key} must be {words}, got {x!r}")
 
 
+# What a sweep writes at its workdir's top (sweeps/sweep.py), which no run writes there.
+SWEEP_FILES = ("sweep.json", "runs.jsonl")
+
+
 def check_resume(c: ml_collections.ConfigDict, workdir: str) -> None:
   """Refuses to resume, or call finished, a run in `workdir` trained with a config that
   differs from `c` in a key that changes what it trains or measures (sweeps/configs/
   identity.py); a change of a free key (logging, checkpoints, the mesh) is allowed."""
+  sweep = next((f for f in SWEEP_FILES if atomic.exists(os.path.join(workdir, f))), None)
+  if sweep:
+    raise UserError(f"{workdir} holds a sweep ({sweep}), another study: a run trains in a "
+                    "folder of its own; pass another --workdir (a sweep's cell trains with "
+                    "`chinchax train --config=SWEEP --cell=NAME`)")
   there = any(atomic.exists(os.path.join(workdir, f)) for f in ("result.json", "checkpoints"))
   old = identity.recorded(os.path.join(workdir, "config.json"), workdir, there)
   if old is None:

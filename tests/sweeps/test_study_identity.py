@@ -21,6 +21,7 @@ from tests.helpers import sweep_helper
 from tests.helpers.sweep_helper import synthetic_argv, synthetic_train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRAIN = loop.train  # the real one: the fixtures' sweeps train synthetic runs
 
 
 @pytest.mark.parametrize("config, workdir", [
@@ -187,3 +188,33 @@ def test_as_processes_no_workdir_keeps_smoke_and_a_recipe_change_exits_2(tmp_pat
                           "change where cells run and what is logged; pass another --workdir "
                           "for a new study\n")
   assert (tiny / "law.json").read_bytes() == law
+
+
+def test_a_run_into_a_sweeps_workdir_is_refused_and_nothing_is_written(study, capsys,
+                                                                        monkeypatch):
+  """`chinchax train` into a sweep's folder would write its config.json, checkpoints and
+  metrics beside the sweep's cells: another study in the same workdir."""
+  monkeypatch.setattr(loop, "train", TRAIN)
+  before = _bytes(study)
+  capsys.readouterr()
+  assert cli.run(["train", "--config=train:tiny", f"--workdir={study}"]) == 2
+  err = capsys.readouterr().err
+  assert err == (f"chinchax train: error: {study} holds a sweep (sweep.json), another study: a "
+                 "run trains in a folder of its own; pass another --workdir (a sweep's cell "
+                 "trains with `chinchax train --config=SWEEP --cell=NAME`)\n")
+  assert _bytes(study) == before
+
+
+def test_a_sweep_into_a_runs_workdir_is_refused_and_nothing_is_written(tmp_path, monkeypatch,
+                                                                       capsys):
+  monkeypatch.setattr(loop, "train", synthetic_train)
+  wd = tmp_path / "run"
+  _run_folder(tmp_path, train_config.get_config("tiny"))
+  (wd / "chinchax.lock").write_text("")  # a run's folder holds its lock, which a sweep takes
+  before = _bytes(wd)
+  capsys.readouterr()
+  assert cli.run(["sweep", *synthetic_argv(wd)]) == 2
+  err = capsys.readouterr().err
+  assert err == (f"chinchax sweep: error: {wd} holds a run of `chinchax train` (config.json), "
+                 "another study: a sweep needs a workdir of its own; pass another --workdir\n")
+  assert _bytes(wd) == before
