@@ -101,7 +101,8 @@ class Cell:
   series: str = ""         # fixed N: the name of its size's series ("N3.16e5")
 
   def train_config(self, sweep_cfg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-    """The sweep's `train` config with this cell's shape, tokens, batch, LR and budget."""
+    """The sweep's `train` config with this cell's shape, tokens, batch, LR and budget
+    (`PER_CELL`)."""
     c = sweep_cfg.train.copy_and_resolve_references()
     c.name = self.name
     c.budget = float(self.budget) if self.isoflop else 0.0
@@ -114,6 +115,19 @@ class Cell:
     c.optimizer.peak_lr = float(self.peak_lr)
     c.optimizer.warmup_steps = int(self.warmup_steps)
     return c
+
+
+# The train keys each cell sets for itself (`Cell.train_config`): a sweep's `train.KEY` is
+# overwritten, so a user's value would be ignored. What a sweep sets them with instead:
+PER_CELL = {
+    "name": "the cell's name", "budget": "budgets",
+    **{f"model.{k}": "sizes and the shape recipe (recipe.*)"
+       for k in ("N", "d_model", "n_layers", "n_heads", "d_ff")},
+    "batch_size": "recipe.batch_rule and recipe.batch_tokens",
+    "tokens": "budgets and sizes (D = C / 6N)",
+    "optimizer.peak_lr": "recipe.lr_rule (recipe.lr_ref, recipe.peak_lr, ...)",
+    "optimizer.warmup_steps": "recipe.warmup_fraction",
+}
 
 
 # --------------------------------------------------------------------------- the grid

@@ -23,7 +23,7 @@ import ml_collections
 
 from chinchax import atomic
 from chinchax.errors import UserError
-from chinchax.sweeps import configs, console
+from chinchax.sweeps import configs, console, grid
 from chinchax.sweeps.configs import keys, sweep as sweep_config, train as train_config
 
 
@@ -112,7 +112,18 @@ SWEEP = {**keys.meanings(sweep_config.KEYS), **keys.meanings(train_config.KEYS, 
 
 def meaning(key: str, sweep: bool) -> str | None:
   """The one-line meaning of `key` in a sweep (or train) config, as its declaration gives it."""
+  if sweep and key.startswith("train.") and key[len("train."):] in grid.PER_CELL:
+    return f"set by each cell: use {grid.PER_CELL[key[len('train.'):]]}"
   return (SWEEP if sweep else TRAIN).get(key)
+
+
+def check_per_cell(argv: list[str]) -> None:
+  """A sweep's `--config.train.KEY=` of a key each cell sets for itself would be ignored."""
+  for a in argv:
+    key = a.split("=", 1)[0][len("--config.train."):] if a.startswith("--config.train.") else ""
+    if key in grid.PER_CELL:
+      raise UserError(f"{a.split('=', 1)[0]}: each cell of a sweep sets train.{key} itself, so "
+                      f"this would be ignored; use {grid.PER_CELL[key]}")
 
 
 def wants_help(argv: list[str]) -> bool:

@@ -27,6 +27,7 @@ DEFAULT_CONFIG = configs.path("smoke")
 
 def main(argv: list[str]) -> int:
   argv, checks = dry_run.split_flags(argv)  # --compile, --json, --headroom
+  flags.check_per_cell(argv)
   f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG,
                                sweep.default_workdir(flags.config_arg(argv, "smoke")),
                                doc=__doc__)

@@ -107,6 +107,13 @@ CASES = [
      r"--config\.budgetz.*no key"),
     ("override-misspelled-nested-key", "train", {},
      ["--config.optimizer.peak_lrr=1e-3", "--workdir={d}/wd"], r"peak_lrr"),
+    ("sweep-override-of-a-per-cell-lr", "sweep", {},
+     ["--config=tiny", "--config.train.optimizer.peak_lr=-1", "--workdir={d}/wd"],
+     r"^--config\.train\.optimizer\.peak_lr: each cell of a sweep sets "
+     r"train\.optimizer\.peak_lr itself, so this would be ignored; use recipe\.lr_rule"),
+    ("sweep-override-of-a-per-cell-shape", "sweep", {},
+     ["--config=tiny", "--config.train.model.n_heads=3", "--dry-run"],
+     r"sets train\.model\.n_heads itself, so this would be ignored; use sizes and the shape"),
     ("override-unknown-attention-kernel", "train", {},
      ["--config.model.attention=flash", "--workdir={d}/wd"],
      r"attention='flash' is not one of auto, xla, cudnn"),
