@@ -22,6 +22,7 @@ from chinchax import atomic
 from chinchax.errors import UserError
 from chinchax.scaling import pipeline as fit_pipeline
 from chinchax.scaling.parametric import fit as parametric
+from chinchax.scaling.plan import extrapolation
 from chinchax.scaling.plan import planner as plan_lib
 from chinchax.scaling.law import presets
 from chinchax.scaling.judgement import caveats
@@ -175,9 +176,8 @@ def _float(x: Any) -> float | None:
   raise UserError(f"expected a number, got {x!r}")
 
 
-# The table's budgets: the fitted range's ends, then 10x past it, each flagged; a plan further
-# out is `chinchax plan`'s, with its extrapolation warning.
-PAST_TOP = (1.0, 10.0)
+# The table's budgets (law_build.table_budgets): the fitted range's ends, then 10x past it,
+# each flagged; a plan further out is `chinchax plan`'s, with its extrapolation warning.
 
 
 def _parameters(entry: dict) -> list[str]:
@@ -195,11 +195,9 @@ def _table(law: ScalingLaw) -> list[str]:
   lines = [f"compute-optimal allocation from the law of Approach {law.approach}"
            + (f" ({level} intervals):" if level else ":"),
            f"  {'C (FLOPs)':<10} {'N*':<28} {'D*':<28} {'D*/N*':<8} {'loss':<8} fitted range"]
-  budgets = sorted({float(f"{C:.2g}") for C in (C_min, *(C_max * k for k in PAST_TOP))})
-  for C in budgets:
-    factor = law_build.beyond(C, law.fitted_range)
-    past = "inside" if factor <= 1 + 1e-9 else f"{fmt.factor(factor)} past: extrapolated"
+  for C in law_build.table_budgets(law.fitted_range):
     N, D = law.optimum(C)
+    past = extrapolation.table_label(law, C, N, D)
     cells = [fmt.num(C), fmt.num(N), fmt.num(D)]
     if law.samples is not None:
       cells[1] += " " + fmt.interval(law.interval("N", C))

@@ -31,9 +31,9 @@ from chinchax.scaling.law import pack as law_pack
 from chinchax.scaling.law import schema as law_schema
 from chinchax.scaling.plan import planner as plan_lib
 from chinchax.scaling.judgement import caveats
+from chinchax.scaling.plan import extrapolation
 from chinchax.scaling.plan import forecast as forecast_lib
 from chinchax.scaling.law import artifact as law_lib
-from chinchax.scaling.law import build as law_build
 from chinchax.scaling.runs import records as records_lib
 from chinchax.scaling.tasks import file as tasks_file
 from chinchax.scaling.tasks import fit as tasks_fit
@@ -175,11 +175,10 @@ def optimal_section(law: dict) -> list[str]:
   top = (fitted or [1e18, 1e18])[1]
   rows = []
   for k in BEYOND:
-    C = float(f"{top * k:.2g}")
+    C = top if k == 1 else float(f"{top * k:.2g}")  # the largest fitted C as it is, not rounded
     o = plan_lib.compute_optimal(scaling_law, C)
     band = o["interval"] or {}
-    factor = law_build.beyond(C, fitted)
-    past = "?" if factor is None else "inside" if factor <= 1 + 1e-9 else f"{factor:.3g}x past"
+    past = extrapolation.table_label(scaling_law, C, o["N"], o["D"])
     rows.append([_g(C, ".1e"), _g(o["N"]) + _ci(band.get("N"), ".3g"),
                  _g(o["D"]) + _ci(band.get("D"), ".3g"), _g(o["tokens_per_param"], ".1f"),
                  _g(o["loss"], ".4f"), past])

@@ -71,7 +71,9 @@ def table_budgets(C_range) -> tuple[float, ...]:
   further out is the planner's, with its warning); TABLE_BUDGETS when the range is unknown."""
   if not C_range:
     return TABLE_BUDGETS
-  lo, hi = (float(f"{c:.2g}") for c in C_range)
+  # The ends as fitted, not rounded: a sweep's largest runs fall a step short of its nominal
+  # budget (4.99994e11 for 5e11), and a rounded end would read as past the fit.
+  lo, hi = (float(c) for c in C_range)
   return tuple(sorted({lo, hi, float(f"{10 * hi:.2g}")}))
 
 

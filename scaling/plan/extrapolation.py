@@ -24,6 +24,22 @@ def factor(x: float, lo: float, hi: float) -> float:
   return max(x / hi, lo / x, 1.0)
 
 
+def table_label(law: ScalingLaw, C: float, N: float, D: float) -> str:
+  """An allocation table's row: `inside`, `10x past: extrapolated` (C past the fitted
+  budgets), or, at a budget inside them, where N* or D* leaves the runs' sizes or tokens (an
+  optimum below the smallest size sampled, say); `?` where the ranges are unknown."""
+  ranges = law.ranges
+  if ranges["C"] is None:
+    return "?"
+  f = factor(C, *ranges["C"])
+  if f > 1 + 1e-9:
+    return f"{fmt.factor(f)} past: extrapolated"
+  out = [f"{k}* {fmt.factor(factor(x, *ranges[k]))} outside"
+         for k, x in (("N", N), ("D", D))
+         if ranges[k] is not None and factor(x, *ranges[k]) > 1 + 1e-9]
+  return "; ".join(out) + ": extrapolated" if out else "inside"
+
+
 def _where(x: float, lo: float, hi: float) -> str:
   if x > hi:
     return f"{fmt.factor(x / hi)} above the largest fitted {fmt.num(hi)}"

@@ -13,6 +13,7 @@ from chinchax.scaling import api
 from chinchax.scaling.judgement import caveats
 from chinchax.scaling.law import artifact as law_lib
 from chinchax.scaling.law import pack as law_pack
+from chinchax.scaling.numerics import fmt
 from chinchax.sweeps import report
 from tests.helpers import synthetic_law as syn
 
@@ -125,3 +126,35 @@ def test_approach_1s_envelope_is_packed_and_read_back_exactly(fitted, tmp_path):
   path.write_text(json.dumps(raw))
   with pytest.raises(UserError, match=r"approaches\.1\.envelope_zlib: cannot unpack"):
     law_lib.load_law(path)
+
+
+def test_a_budget_a_step_short_reads_inside_and_an_optimum_off_the_sizes_is_flagged():
+  """A sweep's runs end on whole steps, a little short of the nominal budget: the table's
+  top row is the largest C fitted, inside (before, the rounded 3e19 read `1x past`). Where
+  every size sampled lies above N* (sizes 3x-30x it), the row says how far N* is outside
+  them, with the factor from the fitted law's closed-form optimum and the sizes' range."""
+  runs = syn.isoflop(budgets=(1e19, 3e19), sizes=7, spread=10.0, noise=0.0)
+  short = {**runs, "D": runs["D"] * (1 - 1e-5)}
+  short.pop("C"), short.pop("budget")
+  rows = _table_rows(chinchax.fit(short, bootstrap=0, approaches="3"))
+  assert rows[1].endswith(" inside") and rows[1].startswith("  3e19 "), rows
+  assert rows[2].endswith(" 10x past: extrapolated"), rows
+  big = syn.isoflop(budgets=(1e19, 3e19), sizes=7, spread=3.0, noise=0.0)
+  big["N"] = big["N"] * 10
+  big["D"] = big["C"] / (6 * big["N"])
+  big["loss"] = syn.loss(big["N"], big["D"])
+  big.pop("budget")
+  law = chinchax.fit(big, bootstrap=0, approaches="3")
+  E, A, B, alpha, beta = (law.doc["law"][k] for k in ("E", "A", "B", "alpha", "beta"))
+  G = (alpha * A / (beta * B)) ** (1 / (alpha + beta))
+  N_star = G * (1e19 / 6) ** (beta / (alpha + beta))
+  factor = big["N"].min() / N_star
+  assert factor > 2, factor
+  first = _table_rows(law)[0]
+  assert f"N* {fmt.factor(factor)} outside" in first and first.endswith(": extrapolated"), first
+
+
+def _table_rows(law) -> list[str]:
+  text = api.summary(law, 0).splitlines()
+  top = next(i for i, l in enumerate(text) if l.startswith("compute-optimal allocation"))
+  return text[top + 2:top + 5]
