@@ -165,7 +165,8 @@ def sync_runs(path: str, run_dirs: list[str]) -> None:
 
   A run with a record has exactly its line; one without (not run yet, or its result.json
   damaged) has none. Lines of other names are kept; damaged lines and repeats are dropped.
-  The file is rewritten only when it disagrees, with one warning line saying why.
+  The file is rewritten only when it disagrees, with one warning line saying why when a line
+  was damaged, stale or repeated (runs finished since it was written are added quietly).
   """
   lines, damaged = _index(path)
   records = {os.path.basename(os.path.normpath(d)): read_result(d) for d in run_dirs}
@@ -185,6 +186,11 @@ def sync_runs(path: str, run_dirs: list[str]) -> None:
   stale = sum(1 for l in lines if l["name"] in records and l != records[l["name"]])
   missing = sum(1 for n, r in records.items() if r is not None and n not in seen)
   repeats = len(lines) - len(seen)
+  if not (damaged or stale or repeats):
+    # Only runs finished since it was last written (a sweep stopped with branches done): the
+    # index catches up with its records, which is no disagreement to warn of.
+    _write_index(path, want)
+    return
   logging.warning("%s disagreed with the runs' result.json files (%d damaged, %d stale, %d "
                   "missing, %d repeated lines); rebuilt from the records", path, damaged,
                   stale, missing, repeats)

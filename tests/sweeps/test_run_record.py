@@ -87,3 +87,18 @@ def test_sync_writes_a_missing_runs_jsonl(tmp_path):
   path = tmp_path / "runs.jsonl"
   records.sync_runs(str(path), [str(tmp_path / "a"), str(tmp_path / "b")])
   assert _lines(path) == [_record("a")]
+
+
+def test_runs_finished_since_the_index_was_written_are_added_quietly(tmp_path, caplog):
+  """A sweep stopped after some WSD branches finished: their records exist, runs.jsonl lacks
+  them. The next sweep adds them without a warning (nothing disagreed, the index is behind)."""
+  for name, loss in (("a", 3.0), ("b", 2.5)):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "result.json").write_text(json.dumps(_record(name, loss)))
+  path = tmp_path / "runs.jsonl"
+  path.write_text(json.dumps(_record("a", 3.0)) + "\n")
+  caplog.clear()
+  with caplog.at_level(logging.WARNING):
+    records.sync_runs(str(path), [str(tmp_path / n) for n in "ab"])
+  assert _lines(path) == [_record("a", 3.0), _record("b", 2.5)]
+  assert not [r for r in caplog.records if "disagreed" in r.getMessage()]
