@@ -7,7 +7,7 @@ from chinchax.cli import flags
 
 
 def main(argv: list[str]) -> int:
-  p = flags.ArgParser(prog="chinchax report", description=__doc__.splitlines()[0])
+  p = flags.ArgParser(prog="chinchax report", description=" ".join(__doc__.split()))
   p.add_argument("workdir", help="a sweep workdir (its runs.jsonl and law.json)")
   args = p.parse_args(argv)
   atomic.check_backend(args.workdir, None)

@@ -32,6 +32,9 @@ def test_every_subcommand_has_help(capsys, command, flag):
   assert err == ""
   assert f"chinchax {command}" in out  # its own usage line or text
   assert "--" in out  # and its flags
+  if command not in ("sweep", "train"):  # argparse's: usage, blank, the description, blank
+    description = out.split("\n\n")[1].strip()
+    assert description.endswith((".", ")")), description  # a whole sentence, not cut off
 
 
 def test_config_commands_list_every_key_with_default_and_meaning(capsys):
