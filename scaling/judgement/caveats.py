@@ -145,7 +145,7 @@ def recommend(entries: Mapping[str, Mapping[str, Any]], asked: Sequence[str] | N
     usable = usable and other in entries and (sound(entries[other]) or not sound(entries[k]))
     if other != k and usable and _forecasts_better(entries, other, k):
       return other, _backtest_why(entries, other, k)
-  return k, why
+  return k, why + _closer_in_backtest(entries, k)
 
 
 def _width(entry: Mapping[str, Any]) -> float:
@@ -194,6 +194,24 @@ def _forecasts_better(entries, k: str, other: str | None) -> bool:
     return False
   return (abs(theirs) > max(BACKTEST_MISS, 2 * noise)
           and abs(mine) * BACKTEST_RATIO < abs(theirs))
+
+
+def _closer_in_backtest(entries, k: str) -> str:
+  """Why k stands though another approach's backtest came closer: k's miss is not past what
+  sets an approach aside (else `recommend` would have read the other). Empty otherwise."""
+  bt = entries[k].get("backtest") or {}
+  mine = bt.get("N_error")
+  closer = [(abs(e["backtest"]["N_error"]), o) for o, e in entries.items()
+            if o != k and (e.get("backtest") or {}).get("N_error") is not None]
+  closer = [c for c in closer if mine is not None and c[0] < abs(mine)]
+  if not closer:
+    return ""
+  theirs, o = min(closer)
+  noise = bt.get("reference_N_rel_sd") or 0.0
+  return (f"; in the backtest Approach {o} came closer to the held-out N* "
+          f"({backtest_doc.pct(theirs)} against {backtest_doc.pct(mine)} off), but a miss "
+          f"sets an approach aside only past {BACKTEST_MISS:.0%}, twice that budget's own "
+          f"noise (±{backtest_doc.pct(noise)}) and {BACKTEST_RATIO:g}x the other's")
 
 
 def _backtest_why(entries, k: str, other: str) -> str:

@@ -157,3 +157,13 @@ def test_the_recommendation_weighs_the_backtest():
   noisy["3"]["backtest"]["reference_N_rel_sd"] = 0.4
   assert caveats.recommend(noisy)[0] == "3"
   assert caveats.recommend({"3": _entry(0.6), "2": _entry(0.1)}, asked=["3"])[0] == "3"
+
+
+def test_a_recommendation_that_stands_against_a_closer_backtest_says_why():
+  k, why = caveats.recommend({"3": _entry(0.14), "2": _entry(-0.0068)})
+  assert k == "3" and why.endswith(
+      "it also predicts losses; in the backtest Approach 2 came closer to the held-out N* "
+      "(0.68% against 14% off), but a miss sets an approach aside only past 25%, twice that "
+      "budget's own noise (±5%) and 2x the other's")
+  k, why = caveats.recommend({"3": _entry(0.05), "2": _entry(0.2)})
+  assert k == "3" and "backtest" not in why  # Approach 3 came closer: nothing to explain
