@@ -90,6 +90,11 @@ def _with_cells(spec: Spec, cells, refusals) -> Spec:
 def resolve(config: ml_collections.ConfigDict, workdir: str, shape_fn=None) -> Spec:
   """The sweep `config` (from `sweep_config.base_config`) decided; UserError if nothing can run."""
   missing = run_config.missing_keys(config, sweep_config.base_config(train_config.get_config()))
+  if missing and "train" not in config and not run_config.missing_keys(
+      config, train_config.get_config()):
+    raise UserError("this is one run's config (sweeps/configs/train.py's keys), not a sweep's: "
+                    "train it with `chinchax train --config=... --workdir=DIR`, or sweep with a "
+                    "sweep config (`chinchax sweep --list-configs`)")
   if missing:
     raise UserError(f"the sweep config lacks {', '.join(missing)}; start it from "
                     "sweeps/configs/sweep.py's base_config()")

@@ -107,6 +107,9 @@ CASES = [
      r"--config\.budgetz.*no key"),
     ("override-misspelled-nested-key", "train", {},
      ["--config.optimizer.peak_lrr=1e-3", "--workdir={d}/wd"], r"peak_lrr"),
+    ("sweep-of-a-run-config", "sweep", {}, ["--config=train", "--dry-run"],
+     r"^this is one run's config \(sweeps/configs/train\.py's keys\), not a sweep's: train "
+     r"it with `chinchax train"),
     ("sweep-override-of-a-per-cell-lr", "sweep", {},
      ["--config=tiny", "--config.train.optimizer.peak_lr=-1", "--workdir={d}/wd"],
      r"^--config\.train\.optimizer\.peak_lr: each cell of a sweep sets "
