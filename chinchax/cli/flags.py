@@ -284,6 +284,10 @@ def _flag_error(e: Exception, argv: list[str], path: str) -> str:
     if flag:
       hint = (f"did you mean {suggestion!r}?" if suggestion else
               "check the spelling against the config file")
+      if name == "train" and flag.startswith("--config.train."):
+        # A sweep's run keys sit under `train.`; a run's config holds them at the top.
+        hint = (f"a run's config has its keys at the top (a sweep's hold them under "
+                f"train.): --config.{flag[len('--config.train.'):]}")
       return f"{flag}: the config has no key {name!r}; {hint}"
   if isinstance(e, AttributeError) and "has no attribute 'get_config'" in str(e):
     return f"--config={path}: defines no get_config(); a config file is Python with a " \

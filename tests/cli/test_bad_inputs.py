@@ -107,6 +107,10 @@ CASES = [
      r"--config\.budgetz.*no key"),
     ("override-misspelled-nested-key", "train", {},
      ["--config.optimizer.peak_lrr=1e-3", "--workdir={d}/wd"], r"peak_lrr"),
+    ("train-override-with-a-sweeps-prefix", "train", {},
+     ["--config=train", "--config.train.tokens=0", "--workdir={d}/wd"],
+     r"^--config\.train\.tokens: the config has no key 'train'; a run's config has its keys "
+     r"at the top \(a sweep's hold them under train\.\): --config\.tokens$"),
     ("sweep-of-a-run-config", "sweep", {}, ["--config=train", "--dry-run"],
      r"^this is one run's config \(sweeps/configs/train\.py's keys\), not a sweep's: train "
      r"it with `chinchax train"),
