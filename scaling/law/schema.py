@@ -218,6 +218,10 @@ def validate_law(doc: Any) -> dict[str, Any]:
     raise UserError(f"schema: {SCHEMA_V1} is read by load_law (upgraded to {SCHEMA}); "
                     "validate_law takes v3 (or v2) dicts")
   missing = [k for k in _TOP_KEYS if k not in doc]
+  if missing and {"E", "A", "B", "alpha", "beta"} <= set(doc):
+    raise UserError("a bare law's coefficients (E, A, B, alpha, beta), not a law.json: make "
+                    "one with `chinchax law --E= --A= --B= --alpha= --beta= --out=law.json` "
+                    "(its fitted range with --fitted-C=LO,HI)")
   if missing:
     raise UserError(f"missing top-level key{'s' if len(missing) > 1 else ''} "
                     f"{', '.join(missing)}; expected a law.json written by `chinchax fit`")

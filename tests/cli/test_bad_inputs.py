@@ -111,6 +111,11 @@ CASES = [
      ["--config=train", "--config.train.tokens=0", "--workdir={d}/wd"],
      r"^--config\.train\.tokens: the config has no key 'train'; a run's config has its keys "
      r"at the top \(a sweep's hold them under train\.\): --config\.tokens$"),
+    ("law-bare-coefficients-to-forecast", "forecast",
+     {"law.json": '{"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}'},
+     ["--law={d}/law.json", "--flops=1e21"],
+     r"a bare law's coefficients \(E, A, B, alpha, beta\), not a law\.json: make one with "
+     r"`chinchax law --E="),
     ("sweep-of-a-run-config", "sweep", {}, ["--config=train", "--dry-run"],
      r"^this is one run's config \(sweeps/configs/train\.py's keys\), not a sweep's: train "
      r"it with `chinchax train"),
@@ -460,7 +465,7 @@ def test_the_catalogue_covers_every_area():
   for prefix in ("config", "override", "budget", "workdir", "tokens", "batch", "lr", "heads",
                  "runs", "jsonl", "law", "plan"):
     assert any(i.startswith(prefix) for i in ids), prefix
-  assert np.all([c[1] in ("sweep", "train", "fit", "plan", "fit-tasks") for c in CASES])
+  assert np.all([c[1] in ("sweep", "train", "fit", "plan", "fit-tasks", "forecast") for c in CASES])
 
 
 @pytest.mark.parametrize("cmd", ["sweep", "train"])
