@@ -40,6 +40,7 @@ from chinchax.errors import UserError
 from chinchax.models import sharding as mesh_lib
 from chinchax.scaling.runs import conventions
 from chinchax.sweeps import executors, fit_forecast, recipe as recipe_lib, spec as spec_lib, table
+from chinchax.sweeps import wsd
 from chinchax.sweeps.accel import aot, aot_cache, gpu_budget, readiness
 from chinchax.sweeps.chips import hardware
 from chinchax.sweeps.grid import Cell
@@ -65,6 +66,43 @@ def time_model(e: Executor) -> tuple[Callable[[Cell], float], str]:
           + cell.flops_chinchilla / CPU_FLOPS_PER_S), (
       f"time on CPU: {CPU_CELL_S:.0f} s per cell, {CPU_STEP_S * 1e3:.1f} ms per step and "
       f"{CPU_FLOPS_PER_S:.2g} FLOP/s (chinchilla), measured for small models on 2 cores")
+
+
+def wsd_line(spec: spec_lib.Spec, seconds: Callable[[Cell], float]) -> str | None:
+  """What a sweep with WSD runs trains: the table prices each cell as a run of its own, but
+  the cells of one size are cooldown branches of one run (sweeps/wsd.py): its main run's
+  steps plus each branch's decay, against the cells' own steps; the time scaled alike, and
+  divided among the cells the executor trains at once. None without WSD runs."""
+  single, series = wsd.series(list(spec.cells), spec.config)
+  if not series:
+    return None
+  fraction = float(spec.config.train.wsd.decay_fraction)
+  W = sum(c.steps for c in single)
+  S = W
+  t = sum(seconds(c) for c in single)
+  for _, group in series:
+    branches = wsd.plan([c.D for c in group], fraction, group[0].batch_size * group[0].seq_len)
+    w = max(b.start for b in branches) + sum(b.decay_steps for b in branches)
+    s = sum(c.steps for c in group)
+    W, S, t = W + w, S + s, t + sum(seconds(c) for c in group) * w / s
+  at_once = _at_once(spec)
+  alone = f" and {len(single)} runs of their own" if single else ""
+  return (f"as {len(series)} WSD runs (one per size, its cells cooldown branches){alone}: "
+          f"{W:,} steps, {W / S:.0%} of the cells' "
+          f"{S:,}; about {table.duration(t)} of training"
+          + (f", {table.duration(t / at_once)} with {at_once} at a time" if at_once > 1 else ""))
+
+
+def _at_once(spec: spec_lib.Spec) -> int:
+  """The cells the sweep will train at once: the packed executor's device groups, of the
+  CPU split into `cpu_devices` as the sweep will split it (not yet, in a dry run)."""
+  e = spec.executor
+  if e.kind != "packed":
+    return 1
+  n = int(spec.config.get("cpu_devices") or 0)
+  if n and jax.default_backend() == "cpu":
+    return max(1, n // e.devices_per_cell)
+  return len(executors.cell_devices(e) or [None])
 
 
 HEADROOM = 0.10
@@ -196,6 +234,9 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
     print(table.format_table(cells, refusals, seconds=seconds, source=rec.source(),
                              notes=rec.law_notes(cells)))
     print(how)
+    line = wsd_line(spec, seconds)
+    if line:
+      print(line)
     sizes, warnings = fit_forecast.forecast(cells, list(c.get("budgets") or ()),
                                             c.get("prior") or None)
     if sizes:

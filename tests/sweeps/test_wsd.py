@@ -73,3 +73,24 @@ def test_two_cooldown_branches_beat_the_stable_run(tmp_path, tiny_config):
     # Cooling down helps: below the stable run at the same step (or at the branch point when
     # the stable run stops there).
     assert rec["eval_loss"] < main_eval[min(T, 30)]
+
+
+def test_the_dry_run_prices_a_wsd_sweep_as_its_runs(tmp_path):
+  """The smoke sweep's 30 cells are 9 WSD runs: per size, the main run to its last branch
+  point plus each branch's decay (round(0.2 T) of its T steps), counted here from the cells'
+  own steps by the formula in sweeps/wsd.py's docstring."""
+  import collections  # pylint: disable=g-import-not-at-top
+  from chinchax.cli import flags  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import configs, dry_run, spec as spec_lib  # pylint: disable=g-import-not-at-top
+  spec = spec_lib.resolve(flags.load(configs.resolve("smoke")), str(tmp_path / "wd"))
+  by_size = collections.defaultdict(list)
+  for cell in spec.cells:
+    by_size[cell.N].append(cell.steps)
+  W = sum(max(T - round(0.2 * T) for T in Ts) + sum(round(0.2 * T) for T in Ts)
+          for Ts in by_size.values())
+  S = sum(c.steps for c in spec.cells)
+  line = dry_run.wsd_line(spec, lambda cell: 60.0)  # a minute a cell, as a run of its own
+  assert len(by_size) == 9 and W < S
+  assert line.startswith(f"as 9 WSD runs (one per size, its cells cooldown branches): "
+                         f"{W:,} steps, {round(100 * W / S)}% of the cells' {S:,}; ")
+  assert line.endswith(" with 2 at a time"), line  # the smoke's cpu_devices=2, packed
