@@ -27,7 +27,8 @@ def summary(file: str) -> str:
 
 def listing() -> str:
   """One line per named config: its name and what it is."""
-  return "\n".join(f"  {n:<9} {summary(path(n))}" for n in NAMES)
+  width = max(map(len, NAMES))
+  return "\n".join(f"  {n:<{width}}  {summary(path(n))}" for n in NAMES)
 
 
 def resolve(text: str) -> str:

@@ -74,6 +74,10 @@ def test_list_configs(capsys):
   for name in configs.NAMES:
     line = next(x for x in out.splitlines() if x.split()[:1] == [name])
     assert configs.summary(configs.path(name)) in line and len(line.split()) > 3
+  # One column: every summary starts where the others do, after the longest name.
+  starts = {x.index(configs.summary(configs.path(x.split()[0])))
+            for x in out.splitlines()[1:] if x.strip()}
+  assert starts == {2 + max(map(len, configs.NAMES)) + 2}, starts
 
 
 @pytest.mark.parametrize("text", ["gpu_node", "tiny:", "sweeps/configs/tiny.py", "tiny.py"])
