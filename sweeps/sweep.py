@@ -237,12 +237,13 @@ def _losses(records) -> str:
 
 def _skip_done(jobs, say) -> list[Job]:
   """The jobs not done yet."""
-  todo = []
-  for i, job in enumerate(jobs):
+  todo, skipped = [], 0
+  for job in jobs:
     done = job_lib.finished(job)
     if done is None:
       todo.append(job)
       continue
-    losses = _losses(done)
-    say(f"[{i + 1}/{len(jobs)}] {job.name}: skipped, already done (eval loss {losses})")
+    skipped += 1  # counted as the progress lines count (console.SweepProgress's done_before)
+    say(f"[{skipped}/{len(jobs)}] {job.name}: skipped, already done (eval loss "
+        f"{_losses(done)})")
   return todo

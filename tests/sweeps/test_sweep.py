@@ -78,6 +78,10 @@ def test_sweep_end_to_end_fits_the_known_law(tmp_path, monkeypatch, capsys):
   out = capsys.readouterr().out
   assert out.count("skipped, already done") == len(names) - 1
   assert "1 of " in out and f"{FAILING_CELL}: failed" in out
+  # One count: the skipped cells are 1..n-1 of n, the retried one the n-th.
+  n = len(names)
+  counted = [l.split("]")[0] + "]" for l in out.splitlines() if l.startswith("[")]
+  assert counted == [f"[{k}/{n}]" for k in range(1, n + 1)], counted
 
 
 def test_dry_run_prints_one_row_per_cell(capsys):
