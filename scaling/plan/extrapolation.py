@@ -34,9 +34,8 @@ def table_label(law: ScalingLaw, C: float, N: float, D: float) -> str:
   f = factor(C, *ranges["C"])
   if f > 1 + 1e-9:
     return f"{fmt.factor(f)} past: extrapolated"
-  out = [f"{k}* {fmt.factor(factor(x, *ranges[k]))} outside"
-         for k, x in (("N", N), ("D", D))
-         if ranges[k] is not None and factor(x, *ranges[k]) > 1 + 1e-9]
+  out = [f"{k}* {fmt.factor(f)} outside" for k, x in (("N", N), ("D", D))
+         if ranges[k] is not None and (f := factor(x, *ranges[k])) > 1 + 1e-9]
   return "; ".join(out) + ": extrapolated" if out else "inside"
 
 

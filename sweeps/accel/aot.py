@@ -255,12 +255,8 @@ def lower(setup: Setup, devices: Sequence, with_eval: bool = True) -> Lowered:
     # The CPU's query blocks are chosen by the backend that runs; a target compiled for on
     # this CPU runs the plain attention its own backend would.
     cfg = dataclasses.replace(cfg, attn_block=0)
-  # The kernel the target's backend would pick, not this process's (a deviceless compile),
-  # unless cuDNN cannot trace here: then written out, as the dry run says (gpu_aot.NO_CUDNN).
-  kernel = cfg.attention_kernel(devices[0].platform)
-  if kernel == "cudnn" and jax.default_backend() == "cpu" and not gpu_aot.cudnn_loads():
-    kernel = "xla"
-  cfg = dataclasses.replace(cfg, attention=kernel)
+  # The kernel the target's backend would pick, not this process's (a deviceless compile).
+  cfg = dataclasses.replace(cfg, attention=gpu_aot.attention_here(cfg, devices[0].platform))
   cfg = cfg.validate()
   tx = optimizer.make(setup.optimizer)  # the run's: the learning rate an argument of the step
   rules = sharding.RULES

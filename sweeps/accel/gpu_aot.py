@@ -57,6 +57,16 @@ def cudnn_loads() -> bool:
     return False
 
 
+def attention_here(model, platform: str) -> str:
+  """The attention kernel a compile in this process gives a `platform` target: the target's
+  own (`ModelConfig.attention_kernel`), but written out (xla) where that is cuDNN's and cuDNN
+  does not load here (a deviceless compile: `NO_CUDNN`)."""
+  kernel = model.attention_kernel(platform)
+  if kernel == "cudnn" and jax.default_backend() == "cpu" and not cudnn_loads():
+    return "xla"
+  return kernel
+
+
 def mem_fraction() -> float:
   """The fraction of each GPU's memory XLA may use, as jax will read it on the node."""
   text = os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION", "")

@@ -63,8 +63,9 @@ def facts(node: hardware.GpuNode, rows, devices: Sequence) -> dict:
 
 def _attention_written_out(rows, devices: Sequence) -> bool:
   """Whether a cell that runs cuDNN's attention on the GPU was compiled without it here."""
-  return (not gpu_aot.cudnn_loads()
-          and any(r.setup.model.attention_kernel(devices[0].platform) == "cudnn" for r in rows))
+  p = devices[0].platform
+  return any(r.setup.model.attention_kernel(p) != gpu_aot.attention_here(r.setup.model, p)
+             for r in rows)
 
 
 def text(node: hardware.GpuNode, rows, devices: Sequence, headroom: float) -> str:
