@@ -23,10 +23,15 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from etils import epath
 
 from chinchax import killpoints
 from chinchax.errors import UserError
+
+
+def _epath():
+  """etils.epath, imported at a URL's first use: a local path never needs it (50 ms)."""
+  from etils import epath  # pylint: disable=g-import-not-at-top
+  return epath
 
 TRIES = 5
 BACKOFF_S = 0.5
@@ -124,13 +129,13 @@ def retried(what: str, path: PathLike, fn: Callable[[], T]) -> T:
 
 def exists(path: PathLike) -> bool:
   if is_remote(path):
-    return retried("check", path, lambda: epath.Path(path).exists())
+    return retried("check", path, lambda: _epath().Path(path).exists())
   return os.path.exists(path)
 
 
 def isdir(path: PathLike) -> bool:
   if is_remote(path):
-    return retried("check", path, lambda: epath.Path(path).is_dir())
+    return retried("check", path, lambda: _epath().Path(path).is_dir())
   return os.path.isdir(path)
 
 
@@ -139,7 +144,7 @@ def listdir(path: PathLike) -> list[str]:
   if not isdir(path):
     return []
   if is_remote(path):
-    return retried("list", path, lambda: sorted(p.name for p in epath.Path(path).iterdir()))
+    return retried("list", path, lambda: sorted(p.name for p in _epath().Path(path).iterdir()))
   return sorted(os.listdir(path))
 
 
@@ -197,7 +202,7 @@ def read_bytes(path: PathLike) -> bytes | None:
   """The file's bytes, or None when it does not exist."""
   try:
     if is_remote(path):
-      return retried("read", path, lambda: epath.Path(path).read_bytes())
+      return retried("read", path, lambda: _epath().Path(path).read_bytes())
     with open(path, "rb") as f:
       return f.read()
   except FileNotFoundError:
@@ -215,7 +220,7 @@ def write_bytes(path: PathLike, data: bytes) -> None:
   if is_remote(path):
     killpoints.hit(point)
     # One object write: atomic on GCS (an upload that fails leaves the old object).
-    retried("write", path, lambda: epath.Path(path).write_bytes(data))
+    retried("write", path, lambda: _epath().Path(path).write_bytes(data))
     return
   path = os.fspath(path)
   folder = os.path.dirname(os.path.abspath(path))
@@ -242,7 +247,7 @@ def remove(path: PathLike) -> None:
   """Deletes a file; nothing when it does not exist."""
   try:
     if is_remote(path):
-      retried("delete", path, lambda: epath.Path(path).unlink())
+      retried("delete", path, lambda: _epath().Path(path).unlink())
     else:
       os.unlink(path)
   except FileNotFoundError:

@@ -15,7 +15,7 @@ reaching the open region is possible and a finite bound is never returned as an 
 """
 
 import numpy as np
-from scipy import optimize
+# scipy is imported in the functions that use it: a fit needs none of it (0.5 s of import).
 
 from chinchax.scaling.numerics import fmt
 
@@ -32,6 +32,7 @@ def open_range(x) -> tuple[float, float]:
 
   x: the runs' excess ratios (D/U_D − 1 or N/U_N − 1); only the largest matters.
   """
+  from scipy import optimize
   x = np.asarray(x, np.float64)
   x_max = float(x.max()) if x.size else 0.0
   if x_max <= TOL:  # no run is affected by any R

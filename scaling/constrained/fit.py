@@ -19,7 +19,7 @@ has no effect on the loss and is held (at the published value, by the caller).
 """
 
 import numpy as np
-from scipy import optimize, special
+# scipy is imported in the functions that use it: a fit needs none of it (0.5 s of import).
 
 from chinchax.errors import UserError
 from chinchax.scaling.constrained import law as dc
@@ -78,6 +78,7 @@ def excess_ratios(N, D, U, theta) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _huber_sum(r, delta):
+  from scipy import special
   return np.sum(special.huber(delta, r), axis=-1)
 
 
@@ -99,6 +100,7 @@ def _grid_start(N, D, U, log_loss, theta, box, free_N, R_N, delta) -> np.ndarray
 
 def _polish(t0, free, p_base, data, box, delta, tol) -> tuple[np.ndarray, float]:
   """Least squares over log R_D* (and log R_N* when `free` has both) from t0."""
+  from scipy import optimize, special
   lo, hi = box[free, 0], box[free, 1]
   p0 = np.r_[p_base, t0]
 

@@ -26,7 +26,7 @@ stopped after REFIT_EVALUATIONS evaluations."""
 import dataclasses
 
 import numpy as np
-from scipy import optimize, special  # not scipy.stats: half a second of import
+# scipy is imported in the functions that use it: a fit needs none of it (0.5 s of import).
 
 from chinchax.scaling.parametric import fit as fit_lib
 
@@ -104,6 +104,7 @@ def _jacobian(theta, lN, lD):
 def _solve(theta0, lN, lD, lL, delta, max_nfev=300):
   """The form's fit from theta0, in coordinates centred on the runs (log N and log D less
   their means: the coefficient and its exponent then move apart), returned uncentred."""
+  from scipy import optimize
   mN, mD = lN.mean(), lD.mean()
   shift = lambda th, sign: th + sign * np.array([th[3] * mN, th[4] * mD, 0, 0, 0, 0])
   cN, cD = lN - mN, lD - mD
@@ -133,6 +134,7 @@ def _starts(law_theta, lN, lD, lL) -> list[np.ndarray]:
 
 def fit_form(N, D, loss, law_theta, delta: float) -> FormFit:
   """The nesting form's best fit from a few starts, and the F test of the law inside it."""
+  from scipy import special
   lN, lD, lL = np.log(N), np.log(D), np.log(loss)
   best = min((_solve(s, lN, lD, lL, delta) for s in _starts(law_theta, lN, lD, lL)),
              key=lambda r: r.cost)
@@ -172,6 +174,7 @@ PROFILE_STEP = 0.004  # the profile's first step in a from the estimate; each ne
 def _solve_at_a(a: float, theta0, lN, lD, lL, delta):
   """The form's fit with a = beta/(alpha + beta) held (beta = alpha a/(1 - a)), from theta0;
   returns (residuals, the fit's theta uncentred)."""
+  from scipy import optimize
   mN, mD = lN.mean(), lD.mean()
   cN, cD = lN - mN, lD - mD
   k = a / (1 - a)
@@ -198,6 +201,7 @@ def profile_a(N, D, loss, form: FormFit, delta: float, level: float) -> list[flo
   judges the law) at `level`. It reads the ridge of gamma against the exponents and the
   bound E >= 0 from the objective itself, which the bootstrap's refits, each started at the
   full fit, explore only as far as the resamples push them."""
+  from scipy import optimize, special
   lN, lD, lL = np.log(N), np.log(D), np.log(loss)
   r0 = log_loss(form.theta, lN, lD) - lL
   keep = np.abs(r0) <= 5 * 1.4826 * np.median(np.abs(r0 - np.median(r0))) + 1e-12

@@ -9,9 +9,9 @@ y = log D, l = log L (natural logs), the objective is, in float64,
 
 a *sum* over points (Hoffmann et al. 2022, App. D.2). `minimize_batched` carries many
 starts (or many bootstrap weightings) to a local minimum at once by trust-region Newton
-steps with the exact gradient and Hessian; `polish` finishes one start with scipy's
-L-BFGS-B for the last digits. Both the variable-projection fit (`scaling.parametric.vp`) and the
-4,500-start reference (`scaling.parametric.multistart`) end here.
+steps with the exact gradient and Hessian. Both the variable-projection fit
+(`scaling.parametric.vp`) and the 4,500-start reference (`scaling.parametric.multistart`) end
+here.
 """
 
 import concurrent.futures
@@ -19,10 +19,10 @@ import dataclasses
 import os
 
 import numpy as np
-import scipy.optimize
 
 DEFAULT_DELTA = 1e-3
 RADIUS0 = 1.0  # initial trust radius in centred coordinates.
+_CHOLESKY_MIN_STARTS = 256  # below this, `eigh`'s call per start costs less than 60 vector ops
 
 # --------------------------------------------------------------------------- batched Newton
 #
@@ -74,31 +74,37 @@ class Problem:
 _CHUNK_ELEMENTS = 1 << 16  # starts x points per block: keeps temporaries in cache.
 
 
-def evaluate(pb: Problem, th_Sx5: np.ndarray, W_Sxn: np.ndarray, order: int = 2):
-  """(F,) or (F, dF) or (F, dF, d2F) at S centred starts; W is (S, n) or shared (1, n)."""
+def evaluate(pb: Problem, th_Sx5: np.ndarray, W_Sxn: np.ndarray, order: int = 2,
+             better_than: np.ndarray | None = None):
+  """(F,) or (F, dF) or (F, dF, d2F) at S centred starts; W is (S, n) or shared (1, n).
+
+  With `better_than` (S,), the derivatives are computed only where F falls below it and are
+  NaN elsewhere: a rejected trial step needs its value alone, and the derivatives are most
+  of the cost."""
   S, n = len(th_Sx5), len(pb.x)
   chunk = max(1, _CHUNK_ELEMENTS // n)
   if S <= chunk:
-    return _evaluate(pb, th_Sx5, W_Sxn, order)
+    return _evaluate(pb, th_Sx5, W_Sxn, order, better_than)
   parts = [_evaluate(pb, th_Sx5[i:i + chunk], W_Sxn if len(W_Sxn) == 1 else W_Sxn[i:i + chunk],
-                     order) for i in range(0, S, chunk)]
+                     order, None if better_than is None else better_than[i:i + chunk])
+           for i in range(0, S, chunk)]
   return tuple(np.concatenate(p) for p in zip(*parts))
 
 
-def _evaluate(pb, th_Sx5, W_Sxn, order):
+def _evaluate(pb, th_Sx5, W_Sxn, order, better_than):
   a, b, e, alpha, beta = (th_Sx5[:, k:k + 1] for k in range(5))
   delta = pb.delta
-  u1 = a - alpha * pb.x
-  u2 = b - beta * pb.y
-  m = np.maximum(np.maximum(u1, u2), e)
-  e1 = np.exp(np.subtract(u1, m, out=u1), out=u1)
-  e2 = np.exp(np.subtract(u2, m, out=u2), out=u2)
-  e3 = np.exp(e - m)
-  s = e1 + e2
-  s += e3
+  e1, e2, e3, s = _terms(pb, a, b, e, alpha, beta)
   r = np.log(s)
-  r += m
   r -= pb.l
+  if not np.all(np.isfinite(r)):  # a term over- or underflowed: those rows shifted
+    rows = np.flatnonzero(~np.all(np.isfinite(r), axis=1))
+    e3 = np.broadcast_to(e3, e1.shape).copy()
+    u1, u2 = a[rows] - alpha[rows] * pb.x, b[rows] - beta[rows] * pb.y
+    m = np.maximum(np.maximum(u1, u2), e[rows])
+    e1[rows], e2[rows], e3[rows] = np.exp(u1 - m), np.exp(u2 - m), np.exp(e[rows] - m)
+    s[rows] = e1[rows] + e2[rows] + e3[rows]
+    r[rows] = np.log(s[rows]) + m - pb.l
   h = np.clip(r, -delta, delta)  # Huber'(r); Huber(r) = h (r - h/2).
   huber = r - 0.5 * h
   huber *= h
@@ -106,21 +112,50 @@ def _evaluate(pb, th_Sx5, W_Sxn, order):
   F_S = huber @ W_Sxn[0] if shared else np.einsum("sn,sn->s", W_Sxn, huber)
   if order == 0:
     return (F_S,)
+  if better_than is None or np.all(keep := F_S < better_than):
+    return (F_S, *_derivatives(pb, W_Sxn, order, r, h, e1, e2, e3, s))
+  rows = np.flatnonzero(keep)
+  out = [np.full((len(F_S), 5), np.nan), np.full((len(F_S), 5, 5), np.nan)][:order]
+  if rows.size:
+    for o, v in zip(out, _derivatives(pb, W_Sxn if shared else W_Sxn[rows], order,
+                                      *(x[rows] for x in (r, h, e1, e2, e3, s)))):
+      o[rows] = v
+  return (F_S, *out)
+
+
+def _terms(pb, a, b, e, alpha, beta):
+  """A/N^alpha, B/D^beta, E (S, 1) and their sum, in centred coordinates: exp of the exponents
+  as they are, with no log-sum-exp shift (six passes of fifteen); only a row far from any fit
+  (an exponent past 700 in size) needs the shift, which `_evaluate` then applies."""
+  with np.errstate(over="ignore", under="ignore"):
+    e1 = np.multiply(alpha, pb.x)
+    np.exp(np.subtract(a, e1, out=e1), out=e1)
+    e2 = np.multiply(beta, pb.y)
+    np.exp(np.subtract(b, e2, out=e2), out=e2)
+    e3 = np.exp(e)
+  s = e1 + e2
+  s += e3
+  return e1, e2, e3, s
+
+
+def _derivatives(pb, W_Sxn, order, r, h, e1, e2, e3, s):
+  """(dF,) or (dF, d2F) from the residuals r, h = Huber'(r), the exponentials and their sum."""
+  shared = len(W_Sxn) == 1
   # Shared weights fold into the moments; per-start weights multiply the terms.
   mom = pb.moments * W_Sxn[0][:, None] if shared else pb.moments
   inside = h == r  # Huber''(r)
   if not shared:
-    h *= W_Sxn
-  np.divide(1.0, s, out=s)
+    h = h * W_Sxn
+  s = np.divide(1.0, s)
   p1, p2, p3 = e1 * s, e2 * s, e3 * s
   T1, T2, T3 = (h * p1) @ mom, (h * p2) @ mom, (h * p3) @ mom
   dF_Sx5 = np.stack([T1[:, 0], T2[:, 0], T3[:, 0], -T1[:, 1], -T2[:, 2]], axis=1)
   if order == 1:
-    return F_S, dF_Sx5
+    return (dF_Sx5,)
   c2 = inside * W_Sxn if not shared else inside.astype(np.float64)
   c2 -= h
-  p1 *= c2  # now c2 p1
-  Q11, Q12, Q13 = (p1 * e1 * s) @ mom, (p1 * p2) @ mom, (p1 * p3) @ mom
+  p1c = p1 * c2
+  Q11, Q12, Q13 = (p1c * p1) @ mom, (p1c * p2) @ mom, (p1c * p3) @ mom
   p2 *= c2  # now c2 p2
   Q22, Q23 = (p2 * e2 * s) @ mom, (p2 * p3) @ mom
   Q33 = (c2 * p3 * p3) @ mom
@@ -132,19 +167,61 @@ def _evaluate(pb, th_Sx5, W_Sxn, order):
       (2, 2): Q33[:, 0] + T3[:, 0], (2, 3): -Q13[:, 1], (2, 4): -Q23[:, 2],
       (3, 3): Q11[:, 3] + T1[:, 3], (3, 4): Q12[:, 4], (4, 4): Q22[:, 5] + T2[:, 5],
   }
-  H = np.empty((len(F_S), 5, 5))
+  H = np.empty((len(dF_Sx5), 5, 5))
   for (i, j), v in upper.items():
     H[:, i, j] = H[:, j, i] = v
-  return F_S, dF_Sx5, H
+  return dF_Sx5, H
+
+
+def _newton_by_cholesky(dF_Sx5, H_Sx5x5):
+  """The Newton step -H^-1 dF and its predicted decrease dF^T H^-1 dF / 2 for each start,
+  and whether H was positive definite, by a Cholesky factorisation written over the batch:
+  five columns of vector operations on S starts, where LAPACK's batched routines pay a call
+  per 5x5 matrix (`eigh` was a third of a bootstrap's time)."""
+  H = np.ascontiguousarray(H_Sx5x5.transpose(1, 2, 0))  # (5, 5, S): rows of contiguous starts
+  S = H.shape[2]
+  tiny = 1e-12 * np.abs(H[np.arange(5), np.arange(5)]).max(0) + 1e-300
+  L = np.zeros_like(H)
+  ok = np.ones(S, bool)
+  for j in range(5):
+    d = H[j, j] - np.einsum("ks,ks->s", L[j, :j], L[j, :j])
+    ok &= d > tiny
+    L[j, j] = np.sqrt(np.where(ok, d, 1.0))
+    for i in range(j + 1, 5):
+      L[i, j] = (H[i, j] - np.einsum("ks,ks->s", L[i, :j], L[j, :j])) / L[j, j]
+  g = dF_Sx5.T
+  z = np.empty_like(g)  # L z = g
+  for i in range(5):
+    z[i] = (g[i] - np.einsum("ks,ks->s", L[i, :i], z[:i])) / L[i, i]
+  s = np.empty_like(g)  # L^T s = -z
+  for i in reversed(range(5)):
+    s[i] = (-z[i] - np.einsum("ks,ks->s", L[i + 1:, i], s[i + 1:])) / L[i, i]
+  return s.T, 0.5 * np.einsum("is,is->s", z, z), ok
 
 
 def _trust_region_step(dF_Sx5, H_Sx5x5, radius_S):
   """argmin of the quadratic model within |s| <= radius, and the decrease it predicts.
 
+  Where H is positive definite and the Newton step fits in the region, the step is the Newton
+  step (`_newton_by_cholesky`); the rest take the eigendecomposition below.
+
   In H's eigenbasis the step is -(H + mu I)^-1 dF with mu >= max(0, -eig_min) such that
   |s| = radius unless the Newton step already fits (More & Sorensen 1983). 1/|s(mu)| is
   concave and nearly linear in mu, so Newton's method from the left converges monotonically.
   """
+  if len(dF_Sx5) < _CHOLESKY_MIN_STARTS:
+    return _trust_region_eigh(dF_Sx5, H_Sx5x5, radius_S)
+  step_Sx5, predicted_S, ok = _newton_by_cholesky(dF_Sx5, H_Sx5x5)
+  with np.errstate(invalid="ignore"):
+    ok &= np.isfinite(predicted_S) & (np.einsum("si,si->s", step_Sx5, step_Sx5) <= radius_S**2)
+  rest = np.flatnonzero(~ok)
+  if rest.size:
+    step_Sx5[rest], predicted_S[rest] = _trust_region_eigh(dF_Sx5[rest], H_Sx5x5[rest],
+                                                           radius_S[rest])
+  return step_Sx5, predicted_S
+
+
+def _trust_region_eigh(dF_Sx5, H_Sx5x5, radius_S):
   eig_Sx5, Q_Sx5x5 = np.linalg.eigh(H_Sx5x5)
   gq_Sx5 = np.einsum("sji,sj->si", Q_Sx5x5, dF_Sx5)
   g2_Sx5 = gq_Sx5**2
@@ -195,7 +272,7 @@ def minimize_batched(pb: Problem, th0_Sx5: np.ndarray, W_Sxn: np.ndarray, *, gro
       break
     step, predicted = _trust_region_step(dF[idx], H[idx], radius[idx])
     trial = th[idx] + step
-    Ft, dFt, Ht = evaluate(pb, trial, W_Sxn if shared else W_Sxn[idx])
+    Ft, dFt, Ht = evaluate(pb, trial, W_Sxn if shared else W_Sxn[idx], better_than=F[idx])
     gain = F[idx] - Ft
     ok = np.isfinite(Ft) & (gain > 0)
     step_norm = np.sqrt(np.sum(step**2, 1))
@@ -232,31 +309,20 @@ def minimize_batched(pb: Problem, th0_Sx5: np.ndarray, W_Sxn: np.ndarray, *, gro
   return th[alias], F[alias], converged[alias]
 
 
-def on_all_cores(minimize, th_Sx5: np.ndarray, *also: np.ndarray, block: int = 1):
+def on_all_cores(minimize, th_Sx5: np.ndarray, *also: np.ndarray, group_S=None):
   """`minimize(th, *also)` over the starts in one chunk per core, in threads: numpy's batched
   linear algebra and ufuncs release the GIL, so the chunks run in parallel. `also`: arrays
-  with a row per start, cut where the starts are; chunks hold whole blocks of `block` starts
-  (the starts of one resample, which merge and stop by each other's best)."""
+  with a row per start, cut where the starts are; with `group_S` (non-decreasing), chunks
+  hold whole groups (the starts of one resample, which merge and stop by each other's best)."""
   S = len(th_Sx5)
   n = max(1, min(os.cpu_count() or 1, 8, S // 256))
   if n == 1:
     return minimize(th_Sx5, *also)
-  cuts = np.linspace(0, S // block, n + 1).astype(int) * block
-  cuts[-1] = S
-  chunks = [[x[i:j] for x in (th_Sx5, *also)] for i, j in zip(cuts[:-1], cuts[1:])]
-  with concurrent.futures.ThreadPoolExecutor(n) as pool:
+  cuts = np.linspace(0, S, n + 1).astype(int)
+  if group_S is not None:  # each cut moved back to where its group begins
+    cuts = np.searchsorted(group_S, group_S[np.minimum(cuts, S - 1)], side="left")
+    cuts[-1] = S
+  chunks = [[x[i:j] for x in (th_Sx5, *also)] for i, j in zip(cuts[:-1], cuts[1:]) if j > i]
+  with concurrent.futures.ThreadPoolExecutor(len(chunks)) as pool:
     parts = list(pool.map(lambda c: minimize(*c), chunks))
   return tuple(np.concatenate(p) for p in zip(*parts))
-
-
-def polish(problem: Problem, th_c: np.ndarray, w: np.ndarray):
-  """Tight L-BFGS-B from a centred start, exact gradient: the last digits of the minimum."""
-  def fun(t):
-    f, g = evaluate(problem, t[None], w[None], order=1)
-    return float(f[0]), g[0]
-
-  res = scipy.optimize.minimize(fun, th_c, jac=True, method="L-BFGS-B",
-                                options=dict(maxiter=2000, ftol=1e-15, gtol=1e-13))
-  return res.x, float(res.fun)
-
-

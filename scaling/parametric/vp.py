@@ -19,6 +19,9 @@ paper's grid so large. `tests/scaling/test_parametric_vp.py` checks it reaches t
 4,500-start reference's optimum.
 """
 
+import concurrent.futures
+import os
+
 import numpy as np
 
 from chinchax.scaling.parametric import huber
@@ -37,7 +40,7 @@ def _nnls3(M_Gx3x3: np.ndarray, b_Gx3: np.ndarray) -> np.ndarray:
   for mask in range(1, 8):
     S = [k for k in range(3) if mask >> k & 1]
     with np.errstate(all="ignore"):
-      c_S = np.linalg.solve(M_Gx3x3[:, S][:, :, S], b_Gx3[:, S, None])[..., 0]
+      c_S = _solve_small(M_Gx3x3[:, S][:, :, S], b_Gx3[:, S])
     q = -np.sum(b_Gx3[:, S] * c_S, axis=1)
     better = np.all(c_S >= 0, axis=1) & np.isfinite(q) & (q < best_q)
     c = np.zeros((G, 3))
@@ -46,13 +49,39 @@ def _nnls3(M_Gx3x3: np.ndarray, b_Gx3: np.ndarray) -> np.ndarray:
   return best_c
 
 
+def _solve_small(M_Gxkxk: np.ndarray, b_Gxk: np.ndarray) -> np.ndarray:
+  """M^-1 b for G symmetric k x k systems, k <= 3, by the adjugate over the batch (LAPACK's
+  batched solve pays a call per system: 9,000 of them per fit). A singular system gives
+  inf or NaN, which `_nnls3` passes over."""
+  k = M_Gxkxk.shape[1]
+  m = lambda i, j: M_Gxkxk[:, i, j]
+  if k == 1:
+    return b_Gxk / m(0, 0)[:, None]
+  if k == 2:
+    det = m(0, 0) * m(1, 1) - m(0, 1) * m(1, 0)
+    return np.stack([m(1, 1) * b_Gxk[:, 0] - m(0, 1) * b_Gxk[:, 1],
+                     m(0, 0) * b_Gxk[:, 1] - m(1, 0) * b_Gxk[:, 0]], axis=1) / det[:, None]
+  cof = np.stack([np.stack([m((i + 1) % 3, (j + 1) % 3) * m((i + 2) % 3, (j + 2) % 3)
+                            - m((i + 1) % 3, (j + 2) % 3) * m((i + 2) % 3, (j + 1) % 3)
+                            for j in range(3)], axis=1) for i in range(3)], axis=1)
+  det = np.einsum("gj,gj->g", M_Gxkxk[:, 0], cof[:, 0])
+  return np.einsum("gij,gi->gj", cof, b_Gxk) / det[:, None]  # adj = cof^T
+
+
 def profile_grid(pb: huber.Problem, w: np.ndarray) -> np.ndarray:
   """(G, 5) centred thetas: each grid (alpha, beta) with (E, A, B) profiled out."""
   la, lb = np.meshgrid(GRID, GRID, indexing="ij")
   alpha_G, beta_G = la.ravel(), lb.ravel()
-  chunk = max(1, _CHUNK_ELEMENTS // len(pb.x))
-  return np.concatenate([_profile(pb, w, alpha_G[i:i + chunk], beta_G[i:i + chunk])
-                         for i in range(0, len(alpha_G), chunk)])
+  # At least one chunk per core, run in threads: the work is whole-array numpy, which runs
+  # outside the GIL.
+  cores = max(1, min(os.cpu_count() or 1, 8))
+  chunk = max(1, min(_CHUNK_ELEMENTS // len(pb.x), -(-len(alpha_G) // cores)))
+  cuts = range(0, len(alpha_G), chunk)
+  part = lambda i: _profile(pb, w, alpha_G[i:i + chunk], beta_G[i:i + chunk])
+  if cores == 1 or len(cuts) == 1:
+    return np.concatenate([part(i) for i in cuts])
+  with concurrent.futures.ThreadPoolExecutor(min(cores, len(cuts))) as pool:
+    return np.concatenate(list(pool.map(part, cuts)))
 
 
 def _profile(pb, w, alpha_G, beta_G):

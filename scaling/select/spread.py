@@ -27,7 +27,7 @@ linearisation that would promise one is what is in doubt. Once the fit is well d
 Gaussian update takes over."""
 
 import numpy as np
-from scipy import special
+# scipy is imported in the functions that use it: a fit needs none of it (0.5 s of import).
 
 from chinchax.scaling.judgement import caveats
 
@@ -39,6 +39,7 @@ RIDGE = 1e-6  # relative to a candidate's information: a parameter no run inform
 def problems(warnings, q: np.ndarray, lo: float, hi: float, level: float, target: str
              ) -> list[str]:
   """Why the fit is poorly determined for a selection (module docstring); empty when well."""
+  from scipy import special
   out = [f"the fit warns: {w.split(':')[0]}" for w in warnings]
   if hi - lo > LOOSE[target]:
     out.append(f"the interval is wider than {LOOSE[target]:g}")
