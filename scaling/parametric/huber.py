@@ -95,7 +95,8 @@ def _evaluate(pb, th_Sx5, W_Sxn, order, better_than):
   a, b, e, alpha, beta = (th_Sx5[:, k:k + 1] for k in range(5))
   delta = pb.delta
   e1, e2, e3, s = _terms(pb, a, b, e, alpha, beta)
-  r = np.log(s)
+  with np.errstate(divide="ignore"):  # every term underflowed: shifted below
+    r = np.log(s)
   r -= pb.l
   if not np.all(np.isfinite(r)):  # a term over- or underflowed: those rows shifted
     rows = np.flatnonzero(~np.all(np.isfinite(r), axis=1))
@@ -259,6 +260,7 @@ def minimize_batched(pb: Problem, th0_Sx5: np.ndarray, W_Sxn: np.ndarray, *, gro
   S = len(th0_Sx5)
   th = np.array(th0_Sx5, np.float64)
   group_S = np.zeros(S, np.int64) if group_S is None else np.asarray(group_S)
+  n_groups = int(group_S.max()) + 1 if S else 0
   shared = W_Sxn.shape[0] == 1
   F, dF, H = evaluate(pb, th, W_Sxn)
   radius = np.full(S, RADIUS0)
@@ -293,11 +295,15 @@ def minimize_batched(pb: Problem, th0_Sx5: np.ndarray, W_Sxn: np.ndarray, *, gro
       done |= gain10 <= stall_rtol * f_scale
       converged[idx[done]] = True
       # At this pace the start cannot reach its group's best within max_iter: drop it.
-      best = np.full(group_S.max() + 1, np.inf)
+      best = np.full(n_groups, np.inf)
       np.minimum.at(best, group_S, F)
       done |= gain10 * (max_iter / 10) < F[idx] - best[group_S[idx]]
     active[idx[done]] = False
     idx = np.flatnonzero(active)
+    # Only a start with another of its group still active can meet it.
+    idx = idx[np.bincount(group_S[idx], minlength=n_groups)[group_S[idx]] > 1]
+    if not idx.size:
+      continue
     keys = np.column_stack([group_S[idx], np.round(th[idx] / merge_tol)])
     _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     rep = idx[first[inverse.ravel()]]

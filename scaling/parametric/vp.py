@@ -91,17 +91,30 @@ def _profile(pb, w, alpha_G, beta_G):
   f0_n = 1.0 / L
   f1_Gxn = np.exp(-alpha_G[:, None] * pb.x) * f0_n
   f2_Gxn = np.exp(-beta_G[:, None] * pb.y) * f0_n
+  # The sums of the normal equations as products with fixed columns: sum omega f0^2 and
+  # sum omega f0 are omega's products with (f0^2, f0), sum omega f_k f0 and sum omega f_k
+  # are (omega f_k)'s with (f0, 1).
+  f0sq_f0_nx2 = np.stack([f0_n * f0_n, f0_n], axis=1)
+  f0_1_nx2 = np.stack([f0_n, np.ones_like(f0_n)], axis=1)
+  delta_w_n = pb.delta * w
   omega_Gxn = np.broadcast_to(w, f1_Gxn.shape)
   for _ in range(IRLS_ITERATIONS):
-    w0, w1, w2 = omega_Gxn * f0_n, omega_Gxn * f1_Gxn, omega_Gxn * f2_Gxn
-    m00, m01, m02 = w0 @ f0_n, w1 @ f0_n, w2 @ f0_n
+    w1, w2 = omega_Gxn * f1_Gxn, omega_Gxn * f2_Gxn
+    (m00, b0), (m01, b1), (m02, b2) = ((omega_Gxn @ f0sq_f0_nx2).T, (w1 @ f0_1_nx2).T,
+                                       (w2 @ f0_1_nx2).T)
     m11, m12, m22 = (np.einsum("gn,gn->g", w1, f1_Gxn), np.einsum("gn,gn->g", w1, f2_Gxn),
                      np.einsum("gn,gn->g", w2, f2_Gxn))
     M = np.stack([m00, m01, m02, m01, m11, m12, m02, m12, m22], axis=1).reshape(-1, 3, 3)
-    c_Gx3 = _nnls3(M, np.stack([w0.sum(1), w1.sum(1), w2.sum(1)], axis=1))
+    c_Gx3 = _nnls3(M, np.stack([b0, b1, b2], axis=1))
     with np.errstate(divide="ignore"):
-      r = np.log(c_Gx3[:, :1] * f0_n + c_Gx3[:, 1:2] * f1_Gxn + c_Gx3[:, 2:] * f2_Gxn)
-    omega_Gxn = w * np.minimum(1.0, pb.delta / np.maximum(np.abs(r), 1e-300))
+      r = c_Gx3[:, 1:2] * f1_Gxn
+      r += c_Gx3[:, 2:] * f2_Gxn
+      r += c_Gx3[:, :1] * f0_n
+      np.log(r, out=r)
+    # Huber's weights w min(1, delta/|r|) = delta w / max(|r|, delta).
+    omega_Gxn = np.abs(r, out=r)
+    np.maximum(omega_Gxn, pb.delta, out=omega_Gxn)
+    np.divide(delta_w_n, omega_Gxn, out=omega_Gxn)
   floor = np.log(E_FLOOR * L.min())
   with np.errstate(divide="ignore"):
     log_c = np.log(c_Gx3)

@@ -3,6 +3,8 @@
 Recovery is checked for both methods; that they reach the same optimum is in
 test_parametric_vp.py."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.optimize
@@ -59,6 +61,21 @@ def test_objective_is_the_sum_of_scipy_hubers():
   assert twice == pytest.approx(2 * once, rel=1e-12)
   weighted = parametric.huber_objective(theta, N, D, L, weights=np.full(len(N), 2.0))
   assert weighted == pytest.approx(2 * once, rel=1e-12)
+
+
+def test_far_from_any_fit_the_objective_is_exact_and_silent():
+  """The terms are exponentiated without a log-sum-exp shift; a start where they over- or
+  underflow (an exponent past 700) is shifted: same value as the reference, no warning."""
+  N, D, L = sweep(CHINCHILLA, noise=0.02)
+  thetas = [(-800.0, -800.0, -800.0, 0.3, 0.3), (900.0, 5.0, 0.5, 0.3, 0.3),
+            (6.0, 6.2, 0.5, 0.35, 0.3), (6.0, 760.0, 0.5, 0.35, 0.3)]
+  pb = huber.Problem.make(np.log(N), np.log(D), np.log(L), 1e-3)
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    F, g, H = huber.evaluate(pb, pb.to_centered(np.array(thetas)), np.ones((1, len(N))))
+  for theta, got in zip(thetas, F):
+    assert got == pytest.approx(reference_objective(theta, N, D, L, 1e-3), rel=1e-12)
+  assert np.all(np.isfinite(g)) and np.all(np.isfinite(H))
 
 
 def test_gradient_and_hessian_match_finite_differences():
