@@ -78,6 +78,11 @@ def main() -> None:
                  help="no sweep: print the split and the checks of --workdir's finished sweep")
   p.add_argument("flags", nargs="*", help="more `chinchax sweep` flags (after --)")
   args = p.parse_args()
+  if args.workdir and not args.report_only and os.path.isdir(args.workdir) and os.listdir(
+      args.workdir):
+    # The sweep would resume there: nothing to time, and the cells' wall clock is a past run's.
+    sys.exit(f"smoke_bench: --workdir={args.workdir} is not empty; the sweep would resume a "
+             "past run and time nothing. Give a new folder, or --report-only to read that one")
   tmp = tempfile.mkdtemp(prefix="smoke-bench-")
   workdir = args.workdir or os.path.join(tmp, "smoke")
   env = dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu")
