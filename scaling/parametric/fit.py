@@ -209,6 +209,10 @@ COLUMNS = ("E", "A", "B", "alpha", "beta")
 KIND = "pairs"  # runs resampled with replacement
 EXPONENT_SCALES = (1.0, 0.6, 1.6)
 PILOT = 400  # resamples that run every start before the others may skip the extra ones
+# Below this many runs every resample runs every start: on few points the other starts often
+# matter (1-4% of resamples of 12-40-point sweeps), and a second batch would cost more than
+# the starts it spares (each batch ends in a tail of slow starts on plateaus, up to 500 steps).
+PILOT_MIN_POINTS = 100
 BETTER_RTOL = 1e-9  # a start's minimum counts as better by more than this (relative)
 
 
@@ -253,7 +257,7 @@ def refit(N, D, loss, counts_Rxn: np.ndarray, fit: ParametricFit,
   of the starts `EXPONENT_SCALES` around `fit`, minimised in batches.
 
   Every resample runs the first start (the full-data fit); a pilot of `PILOT` resamples runs
-  the other starts beside it, in the same batch. The rest run every start (again) only if one
+  the other starts beside it, in the same batch (every resample, under `PILOT_MIN_POINTS`). The rest run every start (again) only if one
   of the pilot's other starts found a better minimum than its first (by more than
   `BETTER_RTOL`): when none did, the rate at which they would is below 3/PILOT (95%, the rule
   of three), under the Monte Carlo noise of a tail percentile's rank, and two thirds of the work
@@ -286,7 +290,9 @@ def refit(N, D, loss, counts_Rxn: np.ndarray, fit: ParametricFit,
   # better minimum that way, the others run every start again, as the pilot's did.
   # Spread over the rows, so that each core's share of the batch holds its share of the pilot.
   pilot = np.zeros(R, bool)
-  if k > 1:
+  if k > 1 and len(N) < PILOT_MIN_POINTS:
+    pilot[:] = True  # every resample runs every start, in one batch
+  elif k > 1:
     pilot[np.round(np.linspace(0, R - 1, min(R, PILOT))).astype(int)] = True
   th_Rx5, F_R, better = best_of(np.arange(R), pilot)
   if better.any() and not pilot.all():

@@ -237,8 +237,11 @@ def _trust_region_eigh(dF_Sx5, H_Sx5x5, radius_S):
     norm2 = np.sum(g2_Sx5 / d**2, 1)
     norm = np.sqrt(norm2)
     dnorm2 = np.sum(g2_Sx5 / d**3, 1)
-    update = (norm / radius_S - 1.0) * norm2 / np.maximum(dnorm2, 1e-300)
-    mu = np.where(newton_fits, 0.0, mu + np.maximum(update, 0.0))
+    update = np.where(newton_fits, 0.0, np.maximum(
+        (norm / radius_S - 1.0) * norm2 / np.maximum(dnorm2, 1e-300), 0.0))
+    mu = mu + update
+    if np.all(update <= 1e-15 * mu):  # every start's mu has stopped moving
+      break
   sq_Sx5 = gq_Sx5 / (eig_Sx5 + mu[:, None])
   predicted_S = np.sum(gq_Sx5 * sq_Sx5 - 0.5 * eig_Sx5 * sq_Sx5**2, 1)
   return -np.einsum("sij,sj->si", Q_Sx5x5, sq_Sx5), predicted_S

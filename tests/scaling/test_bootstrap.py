@@ -163,6 +163,7 @@ def test_the_other_starts_run_everywhere_when_the_pilot_finds_them_a_better_mini
   missed = F_kxR[1:].min(0) < F_kxR[0] * (1 - 1e-9)
   assert missed.sum() >= 10  # the design does what it is here for: 3% and more
   monkeypatch.setattr(parametric, "PILOT", 100)
+  monkeypatch.setattr(parametric, "PILOT_MIN_POINTS", 10)
   started = _counting_starts(monkeypatch)
   laws = parametric.refit(N, D, L, counts, fit, parametric.DEFAULT_DELTA)
   assert sum(started) == 3 * 100 + 200 + 3 * 200  # the pilot, the first starts, all again
@@ -177,6 +178,7 @@ def test_a_sweep_whose_other_starts_find_nothing_runs_them_on_the_pilot_only(
   F_kxR = _best_of_every_start(N, D, L, fit, counts)
   assert not np.any(F_kxR[1:].min(0) < F_kxR[0] * (1 - 1e-9))
   monkeypatch.setattr(parametric, "PILOT", 50)
+  monkeypatch.setattr(parametric, "PILOT_MIN_POINTS", 10)
   started = _counting_starts(monkeypatch)
   laws = parametric.refit(N, D, L, counts, fit, parametric.DEFAULT_DELTA)
   assert sum(started) == 300 + 2 * 50
