@@ -151,6 +151,15 @@ def test_no_jax_on_import(start):
   assert not heavy, sorted(heavy)
 
 
+def test_a_fit_imports_no_scipy():
+  """scipy is half a second of import; `chinchax fit` (and `import chinchax`) needs none of
+  it: the modules that use it import it inside the functions that do."""
+  edges = graph(module_level_only=True)
+  for start in ("chinchax.cli.fit", "chinchax.scaling.api"):
+    heavy = {name for name in reachable(edges, start) if "scipy" in outside_imports(name)}
+    assert not heavy, (start, sorted(heavy))
+
+
 def test_the_wheel_lists_every_package():
   """pyproject.toml names the packages one by one: a new folder must be added there."""
   setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
