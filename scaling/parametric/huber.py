@@ -9,7 +9,8 @@ y = log D, l = log L (natural logs), the objective is, in float64,
 
 a *sum* over points (Hoffmann et al. 2022, App. D.2). `minimize_batched` carries many
 starts (or many bootstrap weightings) to a local minimum at once by trust-region Newton
-steps with the exact gradient and Hessian. Both the variable-projection fit
+steps with the exact gradient and Hessian; `polish` carries the best few on with tighter
+stops. Both the variable-projection fit
 (`scaling.parametric.vp`) and the 4,500-start reference (`scaling.parametric.multistart`) end
 here.
 """
@@ -95,11 +96,13 @@ def _evaluate(pb, th_Sx5, W_Sxn, order, better_than):
   a, b, e, alpha, beta = (th_Sx5[:, k:k + 1] for k in range(5))
   delta = pb.delta
   e1, e2, e3, s = _terms(pb, a, b, e, alpha, beta)
-  with np.errstate(divide="ignore"):  # every term underflowed: shifted below
+  with np.errstate(divide="ignore"):  # every term underflowed to 0: shifted below
     r = np.log(s)
   r -= pb.l
-  if not np.all(np.isfinite(r)):  # a term over- or underflowed: those rows shifted
-    rows = np.flatnonzero(~np.all(np.isfinite(r), axis=1))
+  # A term overflowed (r = inf), or all three underflowed to zero or to subnormals, which
+  # hold fewer digits (r below -700, as l is a log-loss of order 1): those rows shifted.
+  if not -700.0 < r.min() <= r.max() < np.inf:
+    rows = np.flatnonzero(~np.all((r > -700.0) & (r < np.inf), axis=1))
     e3 = np.broadcast_to(e3, e1.shape).copy()
     u1, u2 = a[rows] - alpha[rows] * pb.x, b[rows] - beta[rows] * pb.y
     m = np.maximum(np.maximum(u1, u2), e[rows])
@@ -126,8 +129,8 @@ def _evaluate(pb, th_Sx5, W_Sxn, order, better_than):
 
 def _terms(pb, a, b, e, alpha, beta):
   """A/N^alpha, B/D^beta, E (S, 1) and their sum, in centred coordinates: exp of the exponents
-  as they are, with no log-sum-exp shift (six passes of fifteen); only a row far from any fit
-  (an exponent past 700 in size) needs the shift, which `_evaluate` then applies."""
+  as they are, with no log-sum-exp shift (six passes of the value's fifteen); only a row far
+  from any fit (exponents past 700 in size) needs the shift, which `_evaluate` then applies."""
   with np.errstate(over="ignore", under="ignore"):
     e1 = np.multiply(alpha, pb.x)
     np.exp(np.subtract(a, e1, out=e1), out=e1)
@@ -175,28 +178,38 @@ def _derivatives(pb, W_Sxn, order, r, h, e1, e2, e3, s):
 
 
 def _newton_by_cholesky(dF_Sx5, H_Sx5x5):
-  """The Newton step -H^-1 dF and its predicted decrease dF^T H^-1 dF / 2 for each start,
-  and whether H was positive definite, by a Cholesky factorisation written over the batch:
-  five columns of vector operations on S starts, where LAPACK's batched routines pay a call
-  per 5x5 matrix (`eigh` was a third of a bootstrap's time)."""
+  """The Newton step -H^-1 dF and its predicted decrease dF^T H^-1 dF / 2 for each start, and
+  whether it is the step `_trust_region_eigh` would take if it fits the region, by a Cholesky
+  factorisation H = L L^T written over the batch: five columns of vector operations on S
+  starts, where LAPACK's batched routines pay a call per 5x5 matrix (`eigh` was a third of a
+  bootstrap's time).
+
+  eigh takes the Newton step only where eig_min > 1e-12 (|eig|_max + |dF|). Here a start
+  passes where 1 / |L^-1|_F^2, a lower bound on eig_min, exceeds 1e-12 (trace H + |dF|), an
+  upper bound on that threshold: a nearly singular H on a plateau is left to eigh's damped
+  step, as before."""
   H = np.ascontiguousarray(H_Sx5x5.transpose(1, 2, 0))  # (5, 5, S): rows of contiguous starts
   S = H.shape[2]
-  tiny = 1e-12 * np.abs(H[np.arange(5), np.arange(5)]).max(0) + 1e-300
+  trace = np.einsum("iis->s", H)
   L = np.zeros_like(H)
   ok = np.ones(S, bool)
   for j in range(5):
     d = H[j, j] - np.einsum("ks,ks->s", L[j, :j], L[j, :j])
-    ok &= d > tiny
+    ok &= d > 1e-300
     L[j, j] = np.sqrt(np.where(ok, d, 1.0))
     for i in range(j + 1, 5):
       L[i, j] = (H[i, j] - np.einsum("ks,ks->s", L[i, :j], L[j, :j])) / L[j, j]
-  g = dF_Sx5.T
-  z = np.empty_like(g)  # L z = g
+  Linv = np.zeros_like(L)  # L^-1, lower triangular, by forward substitution
   for i in range(5):
-    z[i] = (g[i] - np.einsum("ks,ks->s", L[i, :i], z[:i])) / L[i, i]
-  s = np.empty_like(g)  # L^T s = -z
-  for i in reversed(range(5)):
-    s[i] = (-z[i] - np.einsum("ks,ks->s", L[i + 1:, i], s[i + 1:])) / L[i, i]
+    Linv[i, i] = 1.0 / L[i, i]
+    for j in range(i):
+      Linv[i, j] = -np.einsum("ks,ks->s", L[i, j:i], Linv[j:i, j]) / L[i, i]
+  g = dF_Sx5.T
+  with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+    eig_min_bound = 1.0 / np.einsum("ijs,ijs->s", Linv, Linv)
+    ok &= eig_min_bound > 1e-12 * (trace + np.sqrt(np.einsum("is,is->s", g, g)))
+    z = np.einsum("ijs,js->is", Linv, g)  # L z = g
+    s = -np.einsum("jis,js->is", Linv, z)  # L^T s = -z
   return s.T, 0.5 * np.einsum("is,is->s", z, z), ok
 
 
@@ -228,7 +241,7 @@ def _trust_region_eigh(dF_Sx5, H_Sx5x5, radius_S):
   g2_Sx5 = gq_Sx5**2
   scale = np.abs(eig_Sx5).max(1) + np.sqrt(g2_Sx5.sum(1)) + 1e-300
   mu = np.maximum(0.0, -eig_Sx5[:, 0]) + 1e-12 * scale
-  with np.errstate(divide="ignore", over="ignore"):
+  with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # 0/0: no Newton step
     newton_norm2 = np.sum(g2_Sx5 / eig_Sx5**2, 1)
   newton_fits = (eig_Sx5[:, 0] > 1e-12 * scale) & (newton_norm2 <= radius_S**2)
   mu = np.where(newton_fits, 0.0, mu)
@@ -335,3 +348,13 @@ def on_all_cores(minimize, th_Sx5: np.ndarray, *also: np.ndarray, group_S=None):
   with concurrent.futures.ThreadPoolExecutor(len(chunks)) as pool:
     parts = list(pool.map(lambda c: minimize(*c), chunks))
   return tuple(np.concatenate(p) for p in zip(*parts))
+
+
+def polish(problem: Problem, th_Kx5: np.ndarray, w: np.ndarray):
+  """(theta, F) for each of K centred minima carried on by the same Newton steps with a fresh
+  region and tighter stops (xtol 1e-12; ten steps that gain under 1e-12 of F, about where
+  scipy's L-BFGS-B with ftol 1e-15, which this replaces, stopped): on a plateau where a term
+  dies (E -> 0), the batch's stall test ends a start early, and this carries it on."""
+  th, F, _ = minimize_batched(problem, th_Kx5, w[None], group_S=np.arange(len(th_Kx5)),
+                              xtol=1e-12, stall_rtol=1e-12)
+  return th, F

@@ -65,10 +65,12 @@ def test_objective_is_the_sum_of_scipy_hubers():
 
 def test_far_from_any_fit_the_objective_is_exact_and_silent():
   """The terms are exponentiated without a log-sum-exp shift; a start where they over- or
-  underflow (an exponent past 700) is shifted: same value as the reference, no warning."""
+  underflow, or are all subnormal (exponents past 700), is shifted: the reference's value to
+  1e-12, no warning."""
   N, D, L = sweep(CHINCHILLA, noise=0.02)
   thetas = [(-800.0, -800.0, -800.0, 0.3, 0.3), (900.0, 5.0, 0.5, 0.3, 0.3),
-            (6.0, 6.2, 0.5, 0.35, 0.3), (6.0, 760.0, 0.5, 0.35, 0.3)]
+            (6.0, 6.2, 0.5, 0.35, 0.3), (6.0, 760.0, 0.5, 0.35, 0.3),
+            (-740.0, -740.0, -745.0, 0.0, 0.0)]  # the last: every term a subnormal
   pb = huber.Problem.make(np.log(N), np.log(D), np.log(L), 1e-3)
   with warnings.catch_warnings():
     warnings.simplefilter("error")
