@@ -80,6 +80,44 @@ def test_far_from_any_fit_the_objective_is_exact_and_silent():
   assert np.all(np.isfinite(g)) and np.all(np.isfinite(H))
 
 
+def test_the_batched_trust_region_step_is_eighs_step():
+  """A large batch takes a Cholesky path for its Newton steps: every step must still be the
+  one the eigendecomposition gives, for well-conditioned H, indefinite H, and a nearly singular
+  H whose smallest eigenvalue is below eigh's threshold (1e-12 (|eig|_max + |g|)) while its
+  Cholesky pivots are not, where a raw Newton step would leave a plateau the wrong way."""
+  rng = np.random.default_rng(0)
+  S = 600  # above the batch size that takes the Cholesky path
+  Q = np.linalg.qr(rng.standard_normal((S, 5, 5)))[0]
+  eig = rng.uniform(0.5, 4.0, (S, 5))
+  eig[200:400, 0] = -rng.uniform(0.1, 2.0, 200)  # indefinite
+  eig[400:, 0] = 1e-10  # nearly singular: below 1e-12 (4 + |g|) for |g| ~ 1e3
+  H = np.einsum("sij,sj,skj->sik", Q, eig, Q)
+  g_in_Q = rng.standard_normal((S, 5))
+  g_in_Q[400:] *= 1e3
+  g_in_Q[400:, 0] = 1e-9  # Newton's step along the near-null vector: 10
+  g = np.einsum("sij,sj->si", Q, g_in_Q)
+  radius = np.where(np.arange(S) < 400, rng.uniform(0.05, 3.0, S), 1e3)
+  # The reference, by its definition: the Newton step where eig_min clears the threshold and
+  # the step fits; else -(H + mu I)^-1 g with mu >= max(0, -eig_min) + 1e-12 scale (the
+  # floor that keeps a singular H solvable) and |s(mu)| = radius when it can be, found here
+  # by bisection (the code solves it by Newton's method on 1/|s|).
+  w, V = np.linalg.eigh(H)
+  gq = np.einsum("sji,sj->si", V, g)
+  scale = np.abs(w).max(1) + np.linalg.norm(g, axis=1)
+  newton = (w[:, 0] > 1e-12 * scale) & (np.sum(gq**2 / w**2, 1) <= radius**2)
+  lo = np.where(newton, 0.0, np.maximum(0.0, -w[:, 0]) + 1e-12 * scale)
+  hi = lo + np.linalg.norm(g, axis=1) / radius + np.abs(w).max(1) + 1.0
+  for _ in range(200):
+    mid = (lo + hi) / 2
+    long = np.sum(gq**2 / (w + mid[:, None])**2, 1) > radius**2
+    lo, hi = np.where(long, mid, lo), np.where(long, hi, mid)
+  mu = np.where(newton, 0.0, np.where(np.sum(gq**2 / (w + lo[:, None])**2, 1) <= radius**2,
+                                      lo, hi))
+  expected = -np.einsum("sij,sj->si", V, gq / (w + mu[:, None]))
+  step, _ = huber._trust_region_step(g, H, radius)
+  np.testing.assert_allclose(step, expected, rtol=1e-6, atol=1e-6 * radius.max())
+
+
 def test_gradient_and_hessian_match_finite_differences():
   N, D, L = sweep(CHINCHILLA, noise=0.02)
   pb = huber.Problem.make(np.log(N), np.log(D), np.log(L), 0.05)
