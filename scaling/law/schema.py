@@ -205,8 +205,8 @@ def _bootstrap(boot: Any, form: str):
     if not (isinstance(row, list) and len(row) == k):
       raise UserError(f"{where}: expected {k} values [{', '.join(columns)}], got {shown(row)}")
     for j, name in enumerate(columns):
-      positive = form in LOSS_FORMS and j > 0 or form == POWER and j < 2
-      number(row[j], f"{where}[{j}] ({name})", "positive" if positive else "finite")
+      number(row[j], f"{where}[{j}] ({name})",
+             "positive" if _positive_column(form, j) else "finite")
 
 
 def _samples_hold(samples: list, k: int, form: str) -> bool:
@@ -221,9 +221,14 @@ def _samples_hold(samples: list, k: int, form: str) -> bool:
     X = np.array(samples, np.float64).reshape(len(samples), k)
   except OverflowError:  # an integer beyond any float
     return False
-  positive = np.array([form in LOSS_FORMS and j > 0 or form == POWER and j < 2
-                       for j in range(k)])
+  positive = np.array([_positive_column(form, j) for j in range(k)])
   return bool(np.all(np.isfinite(X)) and np.all(X[:, positive] > 0))
+
+
+def _positive_column(form: str, j: int) -> bool:
+  """Whether column j of a bootstrap row must be positive (a loss law's A, B and exponents; a
+  power law's k_N and k_D)."""
+  return form in LOSS_FORMS and j > 0 or form == POWER and j < 2
 
 
 def validate_law(doc: Any) -> dict[str, Any]:

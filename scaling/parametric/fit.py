@@ -24,9 +24,10 @@ are minimised together by the batched Newton of `scaling.parametric.huber`. Each
 from the full-data fit (by default the variable-projection fit, `scaling.parametric.vp`) and from two
 starts with the exponents scaled by 0.6 and 1.6 (in centred coordinates, so each term keeps
 its value at the centre of the data), to catch a resample whose best basin moved; the best
-of its starts is kept. The extra starts cost 3x the time and earn it: on small noisy sweeps
-(12-40 points, noise 2-10%, one outlier) the full-data start alone misses the resample's
-best minimum in 1-4% of resamples.
+of its starts is kept. The extra starts cost 3x the time and earn it on small noisy sweeps
+(12-40 points, noise 2-10%, one outlier: the full-data start alone misses the resample's best
+minimum in 1-4% of resamples); on 100 runs or more a pilot of resamples decides whether the
+rest need them (`refit`).
 
 Percentile intervals of the returned columns (`scaling.numerics.intervals.law_intervals`) are the
 fit's confidence intervals; the kind of bootstrap is `KIND`."""

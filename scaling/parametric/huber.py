@@ -332,8 +332,9 @@ def minimize_batched(pb: Problem, th0_Sx5: np.ndarray, W_Sxn: np.ndarray, *, gro
 
 
 def on_all_cores(minimize, th_Sx5: np.ndarray, *also: np.ndarray, group_S=None):
-  """`minimize(th, *also)` over the starts in one chunk per core, in threads: numpy's batched
-  linear algebra and ufuncs release the GIL, so the chunks run in parallel. `also`: arrays
+  """`minimize(th, *also)` over the starts (or any rows: `vp`'s grid) in one chunk per core,
+  in threads: numpy's batched linear algebra and ufuncs release the GIL, so the chunks run in
+  parallel. `also`: arrays
   with a row per start, cut where the starts are; with `group_S` (non-decreasing), chunks
   hold whole groups (the starts of one resample, which merge and stop by each other's best)."""
   S = len(th_Sx5)

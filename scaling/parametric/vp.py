@@ -19,9 +19,6 @@ paper's grid so large. `tests/scaling/test_parametric_vp.py` checks it reaches t
 4,500-start reference's optimum.
 """
 
-import concurrent.futures
-import os
-
 import numpy as np
 
 from chinchax.scaling.parametric import huber
@@ -72,16 +69,12 @@ def profile_grid(pb: huber.Problem, w: np.ndarray) -> np.ndarray:
   """(G, 5) centred thetas: each grid (alpha, beta) with (E, A, B) profiled out."""
   la, lb = np.meshgrid(GRID, GRID, indexing="ij")
   alpha_G, beta_G = la.ravel(), lb.ravel()
-  # At least one chunk per core, run in threads: the work is whole-array numpy, which runs
-  # outside the GIL.
-  cores = max(1, min(os.cpu_count() or 1, 8))
-  chunk = max(1, min(_CHUNK_ELEMENTS // len(pb.x), -(-len(alpha_G) // cores)))
-  cuts = range(0, len(alpha_G), chunk)
-  part = lambda i: _profile(pb, w, alpha_G[i:i + chunk], beta_G[i:i + chunk])
-  if cores == 1 or len(cuts) == 1:
-    return np.concatenate([part(i) for i in cuts])
-  with concurrent.futures.ThreadPoolExecutor(min(cores, len(cuts))) as pool:
-    return np.concatenate(list(pool.map(part, cuts)))
+  # One share of the grid per core, in threads (whole-array numpy runs outside the GIL), each
+  # in chunks that keep the temporaries in cache.
+  chunk = max(1, _CHUNK_ELEMENTS // len(pb.x))
+  return huber.on_all_cores(lambda a_G, b_G: (np.concatenate([
+      _profile(pb, w, a_G[i:i + chunk], b_G[i:i + chunk]) for i in range(0, len(a_G), chunk)]),),
+      alpha_G, beta_G)[0]
 
 
 def _profile(pb, w, alpha_G, beta_G):
