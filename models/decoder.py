@@ -57,6 +57,24 @@ def _param(module: nn.Module, name: str, init, shape, names, cfg: ModelConfig) -
   return w.astype(cfg.dtype)
 
 
+def _dense(eq: str, x: Array, w: Array) -> Array:
+  """`jnp.einsum` of x (B x S x features) and a weight, x's features and the output's named
+  in `eq` ("D,DF->F"), with B and S merged into one axis for the product.
+
+  On CPU, XLA runs a rank-2 product and its input gradient as YNNPACK kernels; with B and S
+  apart, each weight gradient also took a transposed copy of one operand and Eigen's slow
+  path for doubly transposed operands. Merged, the smoke's train step is 15-22% shorter
+  (10k-176k parameters, 8 x 64 tokens, one core). Elsewhere the program is the same: B is
+  the only sharded axis merged, and one H200's step times moved by under 0.3%
+  (bench/gpu_bench.py, 50M and 350M).
+  """
+  B, S = x.shape[:2]
+  x_in, rest = eq.split(",")
+  w_in, out = rest.split("->")
+  y = jnp.einsum(f"M{x_in},{w_in}->M{out}", x.reshape(B * S, *x.shape[2:]), w)
+  return y.reshape(B, S, *y.shape[1:])
+
+
 def _norm(cfg: ModelConfig, name: str) -> nn.RMSNorm:
   return nn.RMSNorm(
       epsilon=1e-6, dtype=cfg.dtype, param_dtype=cfg.pdtype, name=name,
@@ -111,7 +129,7 @@ class Attention(nn.Module):
     qkv_init = _fan_in((0,), (1, 2))
     names = ("embed", "heads", "kv")
     q_BxSxHxK, k_BxSxHxK, v_BxSxHxK = (
-        jnp.einsum("BSD,DHK->BSHK", x_BxSxD, _param(self, w, qkv_init, (D, H, K), names, cfg))
+        _dense("D,DHK->HK", x_BxSxD, _param(self, w, qkv_init, (D, H, K), names, cfg))
         for w in ("w_q", "w_k", "w_v"))
     q_BxSxHxK = rotary(q_BxSxHxK, cfg.rope_base)
     k_BxSxHxK = rotary(k_BxSxHxK, cfg.rope_base)
@@ -128,7 +146,7 @@ class Attention(nn.Module):
     # GPT-2's 1/sqrt(2 L) on residual-stream outputs keeps the stream's variance depth-free.
     out_init = _fan_in((0, 1), (2,), scale=1.0 / (2 * s.n_layers))
     w_o = _param(self, "w_o", out_init, (H, K, D), ("heads", "kv", "embed"), cfg)
-    return jnp.einsum("BSHK,HKD->BSD", o_BxSxHxK, w_o)
+    return _dense("HK,HKD->D", o_BxSxHxK, w_o)
 
 
 class Mlp(nn.Module):
@@ -139,16 +157,16 @@ class Mlp(nn.Module):
     cfg, s = self.cfg, self.cfg.shape
     D, F = s.d_model, s.d_ff
     w_up = _param(self, "w_up", _fan_in((0,), (1,)), (D, F), ("embed", "mlp"), cfg)
-    h_BxSxF = jnp.einsum("BSD,DF->BSF", x_BxSxD, w_up)
+    h_BxSxF = _dense("D,DF->F", x_BxSxD, w_up)
     if s.gated:
       w_gate = _param(self, "w_gate", _fan_in((0,), (1,)), (D, F), ("embed", "mlp"), cfg)
-      h_BxSxF = nn.silu(jnp.einsum("BSD,DF->BSF", x_BxSxD, w_gate)) * h_BxSxF
+      h_BxSxF = nn.silu(_dense("D,DF->F", x_BxSxD, w_gate)) * h_BxSxF
     else:
       h_BxSxF = nn.gelu(h_BxSxF)
     h_BxSxF = nn.with_logical_constraint(h_BxSxF, ("act_batch", "act_len", "act_mlp"))
     down_init = _fan_in((0,), (1,), scale=1.0 / (2 * s.n_layers))
     w_down = _param(self, "w_down", down_init, (F, D), ("mlp", "embed"), cfg)
-    return jnp.einsum("BSF,FD->BSD", h_BxSxF, w_down)
+    return _dense("F,FD->D", h_BxSxF, w_down)
 
 
 class Block(nn.Module):
@@ -183,7 +201,7 @@ class Embed(nn.Module):
     return jnp.take(table_VxD, tokens_BxS, axis=0).astype(self.cfg.dtype)
 
   def attend(self, x_BxSxD: Array) -> Array:
-    return jnp.einsum("BSD,VD->BSV", x_BxSxD, self.embedding.astype(self.cfg.dtype))
+    return _dense("D,VD->V", x_BxSxD, self.embedding.astype(self.cfg.dtype))
 
 
 class Decoder(nn.Module):
@@ -218,7 +236,7 @@ class Decoder(nn.Module):
     else:
       w_out = _param(self, "w_out", _fan_in((0,), (1,)), (s.d_model, s.vocab_size),
                      ("embed", "vocab"), cfg)
-      logits_BxSxV = jnp.einsum("BSD,DV->BSV", x_BxSxD, w_out)
+      logits_BxSxV = _dense("D,DV->V", x_BxSxD, w_out)
     logits_BxSxV = nn.with_logical_constraint(logits_BxSxV, ("act_batch", "act_len", "act_vocab"))
     return logits_BxSxV.astype(jnp.float32)
 
