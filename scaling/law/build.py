@@ -62,7 +62,7 @@ def _usable(samples, form: str) -> tuple[np.ndarray, int]:
   keep = np.all(np.isfinite(samples_Sxk), axis=1) & np.all(positive > 0, axis=1)
   rows = samples_Sxk[keep]
   if len(rows):
-    rows = np.vectorize(_round7)(rows)
+    rows = np.reshape([_round7(x) for x in rows.ravel().tolist()], rows.shape)
   return rows, int((~keep).sum())
 
 
