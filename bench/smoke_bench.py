@@ -35,6 +35,8 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PHASES = ("init", "compile", "data", "step", "eval", "checkpoint", "other")
 
@@ -54,6 +56,25 @@ def split_table(runs: list[dict]) -> list[str]:
   fmt = lambda x: "  ".join(v.ljust(w) if i == 0 else v.rjust(w)
                             for i, (v, w) in enumerate(zip(x, widths)))
   return [fmt(head)] + [fmt(x) for x in table]
+
+
+def time_model(records: list[dict]) -> tuple[float, float, float]:
+  """The dry run's CPU time model (sweeps/dry_run.py: a run's start, a cost per step and a
+  FLOP rate) fitted to these records: the start is the median init + compile of the runs that
+  start from scratch, the other two the least-squares fit of the rest of each record's wall
+  time to the steps it trained and their Chinchilla FLOPs (a WSD branch trains only its decay,
+  `decay_fraction` of its steps, from its main run's checkpoint)."""
+  rows = [r for r in records if r.get("time_s") and r.get("steps")]
+  fresh = [not r.get("branch_of") for r in rows]
+  start = float(np.median([r["time_s"].get("init", 0.0) + r["time_s"].get("compile", 0.0)
+                           for r, f in zip(rows, fresh) if f]))
+  trained = np.array([1.0 if f else round(r["hparams"]["decay_fraction"] * r["steps"])
+                      / r["steps"] for r, f in zip(rows, fresh)])
+  X = np.stack([[r["steps"] for r in rows], [r["flops_chinchilla"] for r in rows]], 1)
+  X = X * trained[:, None]
+  y = np.array([r["wall_s"] for r in rows]) - start * np.array(fresh, float)
+  (step_s, s_per_flop), *_ = np.linalg.lstsq(X, y, rcond=None)
+  return start, float(step_s), float(1.0 / s_per_flop)
 
 
 def stable_runs(workdir: str, runs: list[dict]) -> list[dict]:
@@ -121,6 +142,10 @@ def main() -> None:
     print(f"  cells: {in_cells:.1f} s of cell time in {train_s:.1f} s of wall "
           f"({in_cells / max(train_s, 1e-9):.2f} at a time); after the last cell (fit, "
           f"report, exit): {wall - train_s:.1f} s")
+
+  start, step_s, rate = time_model(runs + stable_runs(workdir, runs))
+  print(f"  the dry run's CPU time model fitted to these cells (sweeps/dry_run.py): {start:.1f} s "
+        f"per run's start, {step_s * 1e3:.2f} ms per step, {rate:.2g} FLOP/s (chinchilla)")
 
   with open(os.path.join(workdir, "law.json")) as f:
     law = json.load(f)

@@ -25,8 +25,8 @@ hbm_bytes_per_chip and fits; for GPUs also "gpu": the card, nodes, the pool and 
 axes cross nodes.
 
 Its time column (`time_model`) is a cell's estimated wall time on the devices it will get. On CPU small models are overhead-bound, so a cell costs a fixed start (init and compile), a
-fixed cost per step and its FLOPs: the least-squares fit of these three to the smoke sweep's
-cells on two CPU cores. With a known peak (sweeps/chips/hardware.py): ASSUMED_MFU of it."""
+fixed cost per step and its FLOPs: these three fitted to the smoke sweep's cells on two CPU
+cores (`bench/smoke_bench.py` prints the fit of a finished sweep). With a known peak (sweeps/chips/hardware.py): ASSUMED_MFU of it."""
 
 import dataclasses
 import json
@@ -47,9 +47,12 @@ from chinchax.sweeps.grid import Cell
 from chinchax.sweeps.spec import Executor
 
 
-CPU_CELL_S = 7.0
-CPU_STEP_S = 3.3e-3
-CPU_FLOPS_PER_S = 4e10  # chinchilla FLOPs
+# Fitted to the smoke sweep's cells, two at a time on a 2-core host, warm compile cache
+# (bench/smoke_bench.py prints the fit; seeds 0-2 on 2026-11-27: 1.2-1.5 s, 0.81-1.08 ms,
+# 5.5e10-5.8e10). A cold cache adds about 4 s per shape.
+CPU_CELL_S = 1.5
+CPU_STEP_S = 1.0e-3
+CPU_FLOPS_PER_S = 5.7e10  # chinchilla FLOPs
 ASSUMED_MFU = 0.3
 
 
@@ -64,8 +67,9 @@ def time_model(e: Executor) -> tuple[Callable[[Cell], float], str]:
         f"{devices[0].device_kind}")
   return (lambda cell: CPU_CELL_S + cell.steps * CPU_STEP_S
           + cell.flops_chinchilla / CPU_FLOPS_PER_S), (
-      f"time on CPU: {CPU_CELL_S:.0f} s per cell, {CPU_STEP_S * 1e3:.1f} ms per step and "
-      f"{CPU_FLOPS_PER_S:.2g} FLOP/s (chinchilla), measured for small models on 2 cores")
+      f"time on CPU: {CPU_CELL_S:.1f} s per cell, {CPU_STEP_S * 1e3:.1f} ms per step and "
+      f"{CPU_FLOPS_PER_S:.2g} FLOP/s (chinchilla), measured for small models on 2 cores, "
+      "warm compile cache")
 
 
 def wsd_line(spec: spec_lib.Spec, seconds: Callable[[Cell], float]) -> str | None:
