@@ -134,10 +134,10 @@ def main() -> None:
   in_cells = sum(r.get("wall_s") or 0.0 for r in runs + stable_runs(workdir, runs))
   if wall is not None:
     # Cells may run side by side (executor='packed'): the span from the start to the last
-    # result.json is the training's wall time, the rest the fit and report's.
-    last = max(os.path.getmtime(os.path.join(workdir, d, "result.json"))
-               for d in os.listdir(workdir)
-               if os.path.exists(os.path.join(workdir, d, "result.json")))
+    # result.json is the training's wall time, the rest the fit and report's. A WSD run's
+    # branches write theirs below its folder, after its own.
+    last = max(os.path.getmtime(os.path.join(top, "result.json"))
+               for top, _, files in os.walk(workdir) if "result.json" in files)
     train_s = last - t0
     print(f"  cells: {in_cells:.1f} s of cell time in {train_s:.1f} s of wall "
           f"({in_cells / max(train_s, 1e-9):.2f} at a time); after the last cell (fit, "
