@@ -24,9 +24,11 @@ one does. `--json` prints one object instead: {"target", "chips", "hbm_capacity_
 hbm_bytes_per_chip and fits; for GPUs also "gpu": the card, nodes, the pool and which mesh
 axes cross nodes.
 
-Its time column (`time_model`) is a cell's estimated wall time on the devices it will get. On CPU small models are overhead-bound, so a cell costs a fixed start (init and compile), a
+Its time column (`time_model`) is a cell's estimated wall time on the devices it will get.
+On CPU small models are overhead-bound, so a cell costs a fixed start (init and compile), a
 fixed cost per step and its FLOPs: these three fitted to the smoke sweep's cells on two CPU
-cores (`bench/smoke_bench.py` prints the fit of a finished sweep). With a known peak (sweeps/chips/hardware.py): ASSUMED_MFU of it."""
+cores (`bench/smoke_bench.py` prints the fit of a finished sweep). With a known peak
+(sweeps/chips/hardware.py): ASSUMED_MFU of it."""
 
 import dataclasses
 import json

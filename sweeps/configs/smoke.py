@@ -84,7 +84,7 @@ differently, had seed 0's law well determined (interval 0.243 wide): the design 
 edge of what determines it, and rounding moves a run either side.
 
 Wall time on the 2-core machine, warm compile cache: seed 0 181 s, seed 1 178 s, seed 2
-176 s (329-337 s of cell time, about 1.95 cells at a time; report.md is written 4.1-4.9 s
+176 s (329-337 s of cell time, about 1.93 cells at a time; report.md is written 4.1-4.9 s
 after the last cell);
 the release before took 201 s warm just after (379 s of cell time), and an earlier one 272 s
 on a slower day. The same kind of machine has run 40% slower (406 s warm and 475 s cold for

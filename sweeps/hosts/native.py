@@ -97,6 +97,18 @@ def ending(status: int) -> None:
   _state["status"] = status
 
 
+def claim_exit(status: int) -> int | None:
+  """Two paths can find the job lost at once: watch.py's thread (an RPC to the coordinator
+  fails) and jax's own abort (this file's handler). The first to claim says why in one line
+  and ends the process with `status` (None is returned to it); a later one gets the first's
+  status and ends the process with it, saying nothing. Without it, an abort that came while
+  watch.py's thread was ending the process printed a second line, found the log already
+  handed over and ended the process by SIGABRT (134) instead of 76."""
+  token = object()
+  first = _state.setdefault("exit", (token, status))  # atomic: one wins
+  return None if first[0] is token else first[1]
+
+
 def kept() -> str:
   """Removes the log when it says nothing worth keeping; else "; ... is in PATH", for the
   process's last line to name it."""
@@ -137,11 +149,14 @@ def _take_abort() -> None:
   libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
 
   def on_abort(_):
+    if "exit" in _state:  # watch.py's thread is ending this process: its line said why
+      os._exit(_state["exit"][1])
     path = _state["path"]
     tail = _tail(path) if path else ""
     where = _state["where"]
     if any(s in tail for s in COORDINATOR_GONE):
       status = exit_codes.COORDINATOR
+      _exit_if_claimed(status)
       print(f"chinchax: error: {where}: lost the job's coordinator (process 0): jax's client "
             f"can no longer reach it; this process stops too (exit status {status}). Rerun "
             f"the job (every process) to resume from the last checkpoint{kept()}",
@@ -150,15 +165,22 @@ def _take_abort() -> None:
     lost = UNHEALTHY.search(tail)
     if lost:
       status = exit_codes.LOST
+      _exit_if_claimed(status)
       print(f"chinchax: error: {where}: lost process {lost.group(1).strip()} of the job: jax's "
             f"coordination service saw its heartbeats stop; this process stops too (exit "
             f"status {status}). Rerun the job (every process) to resume from the last "
             f"checkpoint{kept()}", file=sys.stderr, flush=True)
       os._exit(status)
+    _exit_if_claimed(exit_codes.ABORT)
     print(f"chinchax: error: {where}: jax's runtime aborted this process (exit status "
           f"{exit_codes.ABORT}). Rerun the job (every process) to resume from the last "
           f"checkpoint{kept()}", file=sys.stderr, flush=True)
     libc.signal(signal.SIGABRT, None)  # SIG_DFL: abort() goes on when this returns
+
+  def _exit_if_claimed(status):
+    other = claim_exit(status)
+    if other is not None:
+      os._exit(other)
 
   _handler = _HANDLER(on_abort)
   libc.signal(signal.SIGABRT, ctypes.cast(_handler, ctypes.c_void_p))

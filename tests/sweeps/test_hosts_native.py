@@ -92,3 +92,33 @@ def test_a_native_log_is_removed_at_the_end_unless_a_failed_command_may_need_it(
                         f"is in {path}\n")
   else:
     assert r.stderr == ""
+
+
+CLAIMED = """
+import ctypes, os, sys
+from chinchax.sweeps.hosts import native
+native.aside(1, 2)
+os.write(2, sys.argv[1].encode())  # jax's fatal report lands in the log
+# watch.py's thread finds the coordinator gone first: it claims, and its line hands the log
+# over (`kept`)...
+assert native.claim_exit(76) is None and native.claim_exit(75) == 76
+print("chinchax: error: process 1 of 2: lost the job's coordinator (process 0)" + native.kept(),
+      file=sys.stderr, flush=True)
+ctypes.CDLL(None).abort()  # ...and jax's abort comes before that thread's os._exit
+"""
+
+
+def test_an_abort_while_another_path_ends_the_process_keeps_that_paths_line_and_status(
+    tmp_path):
+  """The multi-host test's race (tests/sweeps/test_multihost.py, the coordinator killed): the
+  watcher's line said 76, then the abort handler, finding the log handed over, said 134 too
+  and the process died of SIGABRT. The first path to claim the exit speaks; the other ends
+  the process with its status, silently."""
+  env = {**os.environ, "PYTHONPATH": tu.ROOT, "TMPDIR": str(tmp_path)}
+  r = subprocess.run([sys.executable, "-c", CLAIMED, KILLED], env=env, capture_output=True,
+                     text=True, timeout=60)
+  assert r.returncode == 76, (r.returncode, r.stderr)
+  lines = r.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith(
+      "chinchax: error: process 1 of 2: lost the job's coordinator (process 0); what native"), \
+      r.stderr
