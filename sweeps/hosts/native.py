@@ -16,6 +16,10 @@ abort is one line naming the log, and the abort goes on (134). jax's own callbac
 for that failure cannot be used instead: jaxlib cannot hand its status to Python
 (std::bad_cast inside the callback, which aborts too).
 
+Other paths end a process whose job is lost too (watch.py's heartbeat thread, the watchdog,
+the join timer), and one of them can find it at the moment jax aborts: the first to
+`claim_exit` says why, and the others end the process with its status, saying nothing.
+
 The log goes when the process ends, by any path chinchax takes (`kept`, called before each
 os._exit as well), if it holds gloo's lines alone or the command succeeded; otherwise it is
 kept, and the process's last line names it.
