@@ -62,19 +62,25 @@ def time_model(records: list[dict]) -> tuple[float, float, float]:
   """The dry run's CPU time model (sweeps/dry_run.py: a run's start, a cost per step and a
   FLOP rate) fitted to these records: the start is the median init + compile of the runs that
   start from scratch, the other two the least-squares fit of the rest of each record's wall
-  time to the steps it trained and their Chinchilla FLOPs (a WSD branch trains only its decay,
-  `decay_fraction` of its steps, from its main run's checkpoint)."""
+  time to the steps it trained and their Chinchilla FLOPs (a WSD branch trains only its decay
+  from its main run's checkpoint)."""
   rows = [r for r in records if r.get("time_s") and r.get("steps")]
   fresh = [not r.get("branch_of") for r in rows]
   start = float(np.median([r["time_s"].get("init", 0.0) + r["time_s"].get("compile", 0.0)
                            for r, f in zip(rows, fresh) if f]))
-  trained = np.array([1.0 if f else round(r["hparams"]["decay_fraction"] * r["steps"])
-                      / r["steps"] for r, f in zip(rows, fresh)])
+  trained = np.array([1.0 if f else _decay_steps(r) / r["steps"] for r, f in zip(rows, fresh)])
   X = np.stack([[r["steps"] for r in rows], [r["flops_chinchilla"] for r in rows]], 1)
   X = X * trained[:, None]
   y = np.array([r["wall_s"] for r in rows]) - start * np.array(fresh, float)
   (step_s, s_per_flop), *_ = np.linalg.lstsq(X, y, rcond=None)
   return start, float(step_s), float(1.0 / s_per_flop)
+
+
+def _decay_steps(branch: dict) -> int:
+  """The steps a WSD branch trains itself: its decay, as `sweeps.wsd.plan` cuts it."""
+  from chinchax.sweeps import wsd  # pylint: disable=g-import-not-at-top
+  h = branch["hparams"]
+  return wsd.plan([branch["D"]], h["decay_fraction"], h["batch_size"] * h["seq_len"])[0].decay_steps
 
 
 def stable_runs(workdir: str, runs: list[dict]) -> list[dict]:

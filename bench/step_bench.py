@@ -3,6 +3,7 @@
     python bench/step_bench.py [--sizes 0.46e6,3.3e6] [--vocab 258] [--seq-len 256]
                                [--batch 16] [--dtype bfloat16] [--steps 10] [--rounds 5]
                                [--nanodo /work/ext/nanodo] [--remat none] [--mesh 1,-1,1]
+                               [--K 16]
 
 For each size: the recipe's shape (`models.config.shape_for_params`, tied embeddings), chinchax's sharded
 train state and jitted step (`sweeps.train.step`, the trainer's AdamW and cosine schedule), then, if
@@ -18,7 +19,12 @@ chinchax / nanodo, the same for tokens per CPU-second of the process (all its th
 shared machine the work each needs, whatever the share of the cores it got), then MFU where
 the device has a known peak (not on CPU). nanodo's
 `clu.metric_writers` and `clu.periodic_actions` (which pull in TensorFlow) are stubbed here;
-without the checkout the nanodo columns are skipped with a line saying so.
+without the checkout the nanodo columns are skipped with a line saying so. `--K 16` times
+chinchax's steps as the trainer dispatches them, 16 to a chunk (`make_train_chunk`); the smoke
+sweep's train step, 8 x 64 tokens in float32 on one core, is timed that way:
+
+    taskset -c 0 python bench/step_bench.py --sizes 1e4,4.8e4,1.76e5 --seq-len 64 --batch 8 \
+        --dtype float32 --K 16 --steps 64 --rounds 3 --nanodo ''
 """
 
 import argparse
@@ -55,6 +61,9 @@ def chinchax_runner(shape, args, mesh):
   batch_sharding = sharding.batch_sharding(mesh, sharding.RULES)
   put = lambda t: jax.device_put({"inputs": t[:, :-1], "targets": t[:, 1:]}, batch_sharding)
   box = {"state": state, "t": 0}
+
+  if args.K > 1:  # the trainer's path: K steps per dispatch over K stacked batches
+    return _chunk_runner(cfg, tx, lr, mesh, args, box)
 
   def compile_it(tokens):
     t = time.perf_counter()
@@ -130,6 +139,29 @@ def nanodo_runner(shape, args, mesh_devices, path):
   return compile_it, run, n_params
 
 
+def _chunk_runner(cfg, tx, lr, mesh, args, box):
+  """`make_train_chunk`'s K steps per dispatch (sweeps/train/loop.py's), timed like the step."""
+  K = args.K
+  chunk = step_lib.make_train_chunk(cfg, tx, mesh, global_batch_size=args.batch, K=K)
+  stack = lambda t: {"inputs": t[:, :, :-1], "targets": t[:, :, 1:]}  # K x B x S
+  lrs = lambda: np.asarray([lr[(box["t"] + i) % len(lr)] for i in range(K)], np.float32)
+
+  def compile_it(tokens):
+    t = time.perf_counter()
+    box["chunk"] = chunk.lower(box["state"], stack(tokens[:K]), lrs(), np.int32(K)).compile()
+    return time.perf_counter() - t
+
+  def run(tokens) -> tuple[float, float]:
+    t, cpu = time.perf_counter(), time.process_time()
+    for i in range(0, len(tokens) - K + 1, K):
+      box["state"], m = box["chunk"](box["state"], stack(tokens[i:i + K]), lrs(), np.int32(K))
+      box["t"] += K
+    jax.block_until_ready((box["state"], m))
+    return time.perf_counter() - t, time.process_time() - cpu
+
+  return compile_it, run
+
+
 def bench_size(N: float, args, mesh) -> dict:
   shape = shape_for_params(N, vocab_size=args.vocab, seq_len=args.seq_len, tied=True)
   rng = np.random.default_rng(0)
@@ -142,7 +174,7 @@ def bench_size(N: float, args, mesh) -> dict:
   out = {"shape": shape, "N": conventions.params(shape), "N_nanodo": n_nanodo}
   for name, (compile_it, run) in runners.items():
     out[name + "_compile"] = compile_it(tokens)
-    run(tokens[:2])  # warm-up: first dispatches, allocator
+    run(tokens[:max(2, args.K)])  # warm-up: first dispatches (a whole chunk), allocator
   times = {name: [] for name in runners}
   for _ in range(args.rounds):
     for name, (_, run) in runners.items():
@@ -161,12 +193,15 @@ def main() -> None:
   p.add_argument("--seq-len", type=int, default=256)
   p.add_argument("--batch", type=int, default=16, help="global batch (sequences)")
   p.add_argument("--steps", type=int, default=10, help="steps per timed round")
+  p.add_argument("--K", type=int, default=1, help="chinchax's steps per dispatch: above 1, the "
+                 "trainer's chunk (make_train_chunk); --steps is rounded up to whole chunks")
   p.add_argument("--rounds", type=int, default=5, help="alternating rounds (median taken)")
   p.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float32"))
   p.add_argument("--remat", default="none", choices=("none", "minimal", "full"))
   p.add_argument("--mesh", default="1,-1,1", help="data,fsdp,tensor sizes (-1 fills)")
   p.add_argument("--nanodo", default="/work/ext/nanodo", help="a nanodo checkout ('' to skip)")
   args = p.parse_args()
+  args.steps = -(-args.steps // args.K) * args.K
   args.nanodo_ok = bool(args.nanodo) and os.path.isfile(
       os.path.join(args.nanodo, "nanodo", "model.py"))
 

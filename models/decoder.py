@@ -64,8 +64,8 @@ def _dense(eq: str, x: Array, w: Array) -> Array:
   On CPU, with B and S apart, XLA laid each weight gradient out as a product of two
   transposed operands: a transposed copy of one first, then Eigen's slow path (0.42 ms at
   176k parameters, where the forward product takes 0.19 ms). Merged, the gradient is x^T dy
-  as it stands, with no copy, at the forward's speed: the smoke's train step is 15-22% shorter
-  (10k-176k parameters, 8 x 64 tokens, one core). Elsewhere the program is the same: under
+  as it stands, with no copy, at the forward's speed: the smoke's train step is 13-22% shorter
+  (10k-176k parameters, 8 x 64 tokens, one core; bench/step_bench.py --K 16). Elsewhere the program is the same: under
   `models.sharding.RULES` B is the only sharded axis of the two, and one H200's step times
   moved by under 0.3% (bench/gpu_bench.py, 50M and 350M).
   """

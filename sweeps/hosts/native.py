@@ -153,9 +153,7 @@ def _take_abort() -> None:
   libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
 
   def on_abort(_):
-    if "exit" in _state:  # watch.py's thread is ending this process: its line said why
-      os._exit(_state["exit"][1])
-    path = _state["path"]
+    path = _state["path"]  # None once another path claimed the exit and handed the log over
     tail = _tail(path) if path else ""
     where = _state["where"]
     if any(s in tail for s in COORDINATOR_GONE):

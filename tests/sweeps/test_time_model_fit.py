@@ -8,8 +8,9 @@ from bench import smoke_bench
 
 def _record(steps, flops, wall, start=None, branch_of=None):
   time_s = {"init": start / 2, "compile": start / 2} if start is not None else {"init": 0.0}
-  return {"steps": steps, "flops_chinchilla": flops, "wall_s": wall, "time_s": time_s,
-          "hparams": {"decay_fraction": 0.2}, "branch_of": branch_of}
+  return {"steps": steps, "D": steps * 8 * 64, "flops_chinchilla": flops, "wall_s": wall,
+          "time_s": time_s, "branch_of": branch_of,
+          "hparams": {"decay_fraction": 0.2, "batch_size": 8, "seq_len": 64}}
 
 
 def test_the_time_model_fit_recovers_its_constants():
