@@ -104,7 +104,7 @@ def fit_detailed(runs, *, approaches=None, bootstrap: int = 1000, ci: float = 0.
                     "use one convention for both")
   fitted = fit_pipeline.fit_runs(runs, options, log)
   fitted.doc["provenance"]["inputs_sha256"] = runs_lib.digest(runs)
-  law = ScalingLaw.from_dict(fitted.doc, source=os.fspath(out) if out else "")
+  law = ScalingLaw.from_dict(fitted.doc, source=os.fspath(out) if out else "", copy=False)
   written = []
   if out:
     law.save(out)

@@ -133,6 +133,9 @@ def _approach3(runs: Runs, o: Options, log, design: design_lib.Design
   by_size = design_lib.by_size(design)
   if len(runs) < 5:
     raise UserError(f"Approach 3 fits 5 parameters and needs at least 5 runs; got {len(runs)}")
+  clusters = design_lib.sizes_of(runs.N) if by_size else None
+  drawn = bootstrap_lib.draw_ahead(len(runs), o.bootstrap, o.seed, clusters) if (
+      o.bootstrap) else None
   fit3 = parametric.fit_parametric(runs.N, runs.D, runs.loss, delta=o.delta)
   theta3 = np.array([fit3.E, fit3.A, fit3.B, fit3.alpha, fit3.beta])
   with np.errstate(invalid="ignore", over="ignore"):  # a law with alpha < 0: refused below
@@ -148,7 +151,7 @@ def _approach3(runs: Runs, o: Options, log, design: design_lib.Design
         f"{' (whole models, each with all its checkpoints)' if by_size else ''} ...")
     raw = bootstrap_lib.bootstrap_parametric(
         runs.N, runs.D, runs.loss, n_resamples=o.bootstrap, seed=o.seed, delta=o.delta,
-        fit=fit3, clusters=design_lib.sizes_of(runs.N) if by_size else None)
+        fit=fit3, clusters=clusters, drawn=drawn)
     ok = np.all(np.isfinite(raw), axis=1) & np.all(raw[:, 1:] > 0, axis=1)
     samples = raw[ok]
     dropped = int((~ok).sum())
@@ -167,8 +170,7 @@ def _approach3(runs: Runs, o: Options, log, design: design_lib.Design
                                     entry)
       entry["warnings"] += checks.shifted(entry, columns, o.ci)
       if design.kind in design_lib.FORM_SENSITIVE:
-        nested, draws_Rx6 = _form(runs, o, log, entry, fit3,
-                                  design_lib.sizes_of(runs.N) if by_size else None)
+        nested, draws_Rx6 = _form(runs, o, log, entry, fit3, clusters)
         if nested is not None:
           fit3, samples = nested, draws_Rx6
   if design.kind == "checkpoints":

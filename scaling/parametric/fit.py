@@ -32,6 +32,7 @@ rest need them (`refit`).
 Percentile intervals of the returned columns (`scaling.numerics.intervals.law_intervals`) are the
 fit's confidence intervals; the kind of bootstrap is `KIND`."""
 
+import concurrent.futures
 import dataclasses
 
 import numpy as np
@@ -232,8 +233,12 @@ BETTER_RTOL = 1e-9  # a start's minimum counts as better by more than this (rela
 
 def bootstrap_parametric(N, D, loss, *, n_resamples=4000, seed=0,
                          delta=DEFAULT_DELTA,
-                         fit: ParametricFit | None = None, clusters=None) -> np.ndarray:
+                         fit: ParametricFit | None = None, clusters=None,
+                         drawn: concurrent.futures.Future | None = None) -> np.ndarray:
   """(n_resamples, 5) refits, columns [E, A, B, alpha, beta]; deterministic given `seed`.
+
+  `drawn`: `draw_ahead(len(N), n_resamples, seed, clusters)`, started before the full-data
+  fit, so that the draws are made while it runs (the same draws either way).
 
   `clusters`: an integer label per run; each resample then draws whole clusters with
   replacement (every run of a drawn cluster, as often as it was drawn) instead of runs. The
@@ -250,8 +255,24 @@ def bootstrap_parametric(N, D, loss, *, n_resamples=4000, seed=0,
     raise UserError(f"bootstrap: the given fit was made on {fit.n_points} points with "
                     f"delta={fit.delta}, not on these {len(N)} points with delta={delta}; "
                     "pass the fit of this data or none")
-  counts_Rxn = resample_counts(len(N), n_resamples, np.random.default_rng(seed), clusters)
+  if drawn is None:
+    drawn = draw_ahead(len(N), n_resamples, seed, clusters)
+  counts_Rxn = drawn.result()
+  if counts_Rxn.shape != (n_resamples, len(N)):
+    raise ValueError(f"bootstrap: {counts_Rxn.shape} draws for {n_resamples} resamples of "
+                     f"{len(N)} runs")
   return refit(N, D, loss, counts_Rxn, fit, delta)
+
+
+def draw_ahead(n: int, n_resamples: int, seed: int, clusters=None) -> concurrent.futures.Future:
+  """`resample_counts(n, n_resamples, default_rng(seed), clusters)`, drawn in a thread: numpy's
+  multinomial releases the GIL, so a caller that starts it before the full-data fit has the
+  draws (45 ms for 4,000 resamples of 240 runs) made beside that fit."""
+  pool = concurrent.futures.ThreadPoolExecutor(1)
+  try:
+    return pool.submit(resample_counts, n, n_resamples, np.random.default_rng(seed), clusters)
+  finally:
+    pool.shutdown(wait=False)
 
 
 def resample_counts(n: int, n_resamples: int, rng: np.random.Generator,

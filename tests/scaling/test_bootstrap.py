@@ -72,6 +72,27 @@ def test_resample_counts_are_multinomial():
   assert np.all(c[:, [0, 2, 5]].sum(1) == 3)
 
 
+def test_draws_made_ahead_are_the_seeds_draws(data_and_fit):
+  """`draw_ahead` (the draws made in a thread while the full-data fit runs) gives the seed's
+  multinomial draws, whole clusters given labels; a bootstrap handed them is the one that
+  draws them itself, and draws of another shape are refused."""
+  (N, D, L), fit = data_and_fit
+  n = len(N)
+  want = np.random.default_rng(11).multinomial(n, np.full(n, 1 / n), size=6)
+  np.testing.assert_array_equal(parametric.draw_ahead(n, 6, 11).result(), want)
+  labels = np.arange(n) // 4  # n / 4 clusters of four runs
+  k = n // 4
+  want = np.random.default_rng(11).multinomial(k, np.full(k, 1 / k), size=6)[:, labels]
+  np.testing.assert_array_equal(parametric.draw_ahead(n, 6, 11, labels).result(), want)
+  ahead = parametric.bootstrap_parametric(N, D, L, n_resamples=6, seed=11, fit=fit,
+                                          drawn=parametric.draw_ahead(n, 6, 11))
+  np.testing.assert_array_equal(
+      ahead, parametric.bootstrap_parametric(N, D, L, n_resamples=6, seed=11, fit=fit))
+  with pytest.raises(ValueError, match=r"\(6, 40\) draws for 5 resamples of 40 runs"):
+    parametric.bootstrap_parametric(N, D, L, n_resamples=5, seed=11, fit=fit,
+                                    drawn=parametric.draw_ahead(n, 6, 11))
+
+
 def test_reproducible_for_a_fixed_seed(data_and_fit):
   data, fit = data_and_fit
   one = parametric.bootstrap_parametric(*data, n_resamples=40, seed=3, fit=fit)

@@ -128,6 +128,15 @@ def test_samples_are_rounded_and_failed_refits_dropped():
       assert x == float(f"{x:.7g}")
 
 
+def test_packed_draws_are_each_value_at_7_digits():
+  """One format call for rows of one length; rows of mixed lengths each as they are."""
+  rows = [[1.0, 2.5e-08, 123456789.0, -0.5, 3], [0.1234567891, 1e20, 7.0, 2.0, 1.5]]
+  assert law_pack._rows_text(rows) == ("1,2.5e-08,1.234568e+08,-0.5,3\n"
+                                       "0.1234568,1e+20,7,2,1.5\n")
+  assert law_pack._rows_text([[1.0], [2.0, 3.25]]) == "1\n2,3.25\n"
+  assert law_pack._rows_text([]) == ""
+
+
 def test_round_trip(tmp_path):
   doc = synthetic_law()
   path = tmp_path / "law.json"
