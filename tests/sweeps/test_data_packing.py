@@ -1,5 +1,6 @@
 """Packing and the (seed, step) sample order, on synthetic streams (no corpus, no TFDS)."""
 
+import grain
 import numpy as np
 import pytest
 
@@ -57,6 +58,24 @@ def test_each_epoch_is_a_permutation_of_windows():
     np.testing.assert_array_equal(np.sort(e), np.arange(37))
   assert not np.array_equal(epochs[0], epochs[1])  # reshuffled every epoch
   assert not np.array_equal(epochs[0], np.arange(37))  # actually shuffled
+
+
+def test_windows_are_grains_permutation_across_blocks_and_epochs():
+  """Looked up a block at a time (and kept across orders of one (W, seed)), the windows are
+  still grain's shuffle of range(W) under the hashed seed, sample by sample: any samples, in
+  any order, across block and epoch boundaries."""
+  W, seed = 700, 5  # an epoch shorter than a block: samples past 2 BLOCK cross 4+ epochs
+  s = int(np.random.SeedSequence(seed).generate_state(1)[0])
+  perm = grain.MapDataset.range(W).shuffle(seed=s)
+  samples = np.concatenate([np.arange(packing.BLOCK - 5, packing.BLOCK + 5),
+                            [3 * packing.BLOCK + 1, 0, 699, 700, 2 * packing.BLOCK]])
+  want = [perm[int(i)] for i in samples]
+  np.testing.assert_array_equal(packing.SampleOrder(W, seed).windows(samples), want)
+  np.testing.assert_array_equal(packing.SampleOrder(W, seed).windows(samples[::-1]), want[::-1])
+  np.testing.assert_array_equal(packing.SampleOrder(W, seed).windows(samples[3:5]), want[3:5])
+  assert packing.SampleOrder(W, seed).windows([]).shape == (0,)
+  with pytest.raises(UserError, match="sample index -1 must be >= 0"):
+    packing.SampleOrder(W, seed).windows([4, -1])
 
 
 def test_adjacent_seeds_do_not_share_epochs():
