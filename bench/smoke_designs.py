@@ -85,7 +85,8 @@ def main() -> None:
       (f"the largest budget's middle 3 sizes", lambda c: not (
           c["budget"] == top and c["N_total"] in (at_top[0], at_top[-1]))),
       (f"without the largest budget ({top:.2g})", lambda c: c["budget"] != top),
-  ]
+  ] + [(f"without the budget {b:.2g} (5 budgets, still {top / budgets[0]:.0f}x)",
+        lambda c, b=b: c["budget"] != b) for b in budgets[1:-1]]
   full = cost(cells, cells, stable)
   print(f"{args.workdir}: {len(cells)} cells of {len(sizes)} sizes at {len(budgets)} budgets "
         f"({budgets[0]:.2g}-{top:.2g}), {full:.1f} cell-seconds as run")
