@@ -13,10 +13,11 @@ import time
 
 import pytest
 
+from chinchax.scaling.runs import conventions
 from chinchax.scaling.runs.conventions import Shape
 from chinchax.sweeps.train import checkpoint
 from chinchax.sweeps.train import stop as stop_lib
-from chinchax.sweeps import executors, spec as spec_lib, sweep
+from chinchax.sweeps import dry_run, executors, spec as spec_lib, sweep
 from chinchax.cli import flags
 from chinchax.cli import sweep as cli_sweep
 from chinchax.sweeps.configs import train as train_config
@@ -144,7 +145,7 @@ def test_split_cpu_only_before_jax_starts():
   assert "cpu_devices=2 has no effect" in out.stderr
 
 
-def test_packed_starts_the_most_flops_first(monkeypatch):
+def test_packed_starts_the_longest_job_first(monkeypatch):
   started, gate = [], []
 
   def fake_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpoint_lock=None):
@@ -169,6 +170,33 @@ def test_packed_starts_the_most_flops_first(monkeypatch):
   gate.append(threading.Barrier(2))
   executors.run_packed(jobs, lambda job, r: None, groups=[("d0",), ("d1",)], stop=None)
   assert sorted(started[:2]) == ["small-long", "wide-long"]
+
+
+def test_longest_first_counts_steps_beside_flops():
+  """The order is the dry run's CPU time model (a start per run, CPU_STEP_S a step, chinchilla
+  FLOPs at CPU_FLOPS_PER_S): a tiny model's 20,000 steps come before a wide model's 20, which
+  has the larger 6ND; a WSD job counts its stable run, each branch's decay and a start each."""
+  c = train_config.get_config("tiny")
+  T = c.batch_size * c.seq_len
+  tiny = Shape(d_model=16, n_layers=1, n_heads=2, d_ff=32, vocab_size=258, seq_len=64)
+  wide = Shape(d_model=512, n_layers=4, n_heads=8, d_ff=2048, vocab_size=258, seq_len=64)
+  many = Job("tiny-many-steps", c, "/w/many", tiny, 20000 * T, 1.0)
+  few = Job("wide-few-steps", c, "/w/few", wide, 20 * T, 1.0)
+  assert conventions.params(wide) * 20 > conventions.params(tiny) * 20000  # 6ND: wide first
+
+  def expected(runs, steps, shape):
+    return (runs * dry_run.CPU_CELL_S + steps * dry_run.CPU_STEP_S
+            + steps * T * conventions.flops_per_token(shape, "chinchilla") / dry_run.CPU_FLOPS_PER_S)
+
+  assert executors.seconds(many) == pytest.approx(expected(1, 20000, tiny), rel=1e-12)
+  assert executors.seconds(few) == pytest.approx(expected(1, 20, wide), rel=1e-12)
+  assert [j.name for j in executors.longest_first([few, many])] == ["tiny-many-steps",
+                                                                     "wide-few-steps"]
+  w = c.copy_and_resolve_references()
+  w.wsd.branches = (2000.0 * T, 5000.0 * T)  # decays of 400 and 1,000 steps, from 1,600 and 4,000
+  branched = Job("tiny-wsd", w, "/w/wsd", tiny, 5000 * T, 1.0)
+  assert executors.seconds(branched) == pytest.approx(expected(3, 4000 + 400 + 1000, tiny),
+                                                      rel=1e-12)
 
 
 @pytest.mark.slow
