@@ -83,11 +83,10 @@ profiles' flanks less well than their minima. The release before, whose train st
 differently, had seed 0's law well determined (interval 0.243 wide): the design sits at the
 edge of what determines it, and rounding moves a run either side.
 
-Wall time on the 2-core machine, warm compile cache: seed 0 181 s, seed 1 178 s, seed 2
-176 s (329-337 s of cell time, about 1.93 cells at a time; report.md is written 4.1-4.9 s
-after the last cell);
-the release before took 201 s warm just after (379 s of cell time), and an earlier one 272 s
-on a slower day. The same kind of machine has run 40% slower (406 s warm and 475 s cold for
+Wall time on the 2-core machine, warm compile cache: seed 0 164 s and 166 s, seed 1 176 s,
+seed 2 167 s (304-327 s of cell time, 1.92-1.95 cells at a time; report.md is written 5.4-5.6 s
+after the last cell), 192 s cold; the release before took 170 s warm between them (313 s of
+cell time, 1.90 at a time), one before that 181 s, and an earlier one 272 s on a slower day. The same kind of machine has run 40% slower (406 s warm and 475 s cold for
 an older release): the wall time follows the host's speed, which the load average does not
 show.
 
