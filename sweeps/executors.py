@@ -9,9 +9,9 @@
   (`split_cpu`, which `chinchax sweep` calls before jax starts; a library caller of
   `chinchax.sweep` calls it first, or the cells run one at a time): the smoke sweep's cells
   are too small to keep two cores busy one at a time.
-  Jobs start longest first (by 6·N·D), so that the workers finish together. Threads are
-  enough: JAX dispatch and XLA execution release the GIL, and the
-  contexts a run enters are per thread in jax 0.10 (`use_abstract_mesh` swaps a
+  Jobs start longest first (by their time in the dry run's CPU model, `seconds`), so that the
+  workers finish together. Threads are enough: JAX dispatch and XLA execution release the
+  GIL, and the contexts a run enters are per thread in jax 0.10 (`use_abstract_mesh` swaps a
   thread-local config value, flax's logical-axis rules are a `threading.local`), while every
   array carries an explicit sharding on its own mesh. The runs share one checkpoint lock
   (sweeps/train/checkpoint.py): their saves take turns, synchronously.
