@@ -26,9 +26,8 @@ axes cross nodes.
 
 Its time column (`time_model`) is a cell's estimated wall time on the devices it will get.
 On CPU small models are overhead-bound, so a cell costs a fixed start (init and compile), a
-fixed cost per step and its FLOPs: these three fitted to the smoke sweep's cells on two CPU
-cores (`bench/smoke_bench.py` prints the fit of a finished sweep). With a known peak
-(sweeps/chips/hardware.py): ASSUMED_MFU of it."""
+fixed cost per step and its FLOPs (`sweeps/chips/cpu_time.py`, fitted to the smoke sweep's
+cells on two CPU cores). With a known peak (sweeps/chips/hardware.py): ASSUMED_MFU of it."""
 
 import dataclasses
 import json
@@ -44,17 +43,10 @@ from chinchax.scaling.runs import conventions
 from chinchax.sweeps import executors, fit_forecast, recipe as recipe_lib, spec as spec_lib, table
 from chinchax.sweeps import wsd
 from chinchax.sweeps.accel import aot, aot_cache, gpu_budget, readiness
-from chinchax.sweeps.chips import hardware
+from chinchax.sweeps.chips import cpu_time, hardware
 from chinchax.sweeps.grid import Cell
 from chinchax.sweeps.spec import Executor
 
-
-# Fitted to the smoke sweep's cells, two at a time on a 2-core host, warm compile cache
-# (bench/smoke_bench.py prints the fit; seeds 0-2 on 2026-11-27: 1.2-1.5 s, 0.81-1.08 ms,
-# 5.5e10-5.8e10). A cold cache adds about 4 s per shape.
-CPU_CELL_S = 1.5
-CPU_STEP_S = 1.0e-3
-CPU_FLOPS_PER_S = 5.7e10  # chinchilla FLOPs
 ASSUMED_MFU = 0.3
 
 
@@ -67,10 +59,9 @@ def time_model(e: Executor) -> tuple[Callable[[Cell], float], str]:
     return (lambda cell: cell.flops_6ND / rate), (
         f"time at {ASSUMED_MFU:.0%} of the {len(devices)} x {peak:.3g} FLOP/s peak of "
         f"{devices[0].device_kind}")
-  return (lambda cell: CPU_CELL_S + cell.steps * CPU_STEP_S
-          + cell.flops_chinchilla / CPU_FLOPS_PER_S), (
-      f"time on CPU: {CPU_CELL_S:.1f} s per cell, {CPU_STEP_S * 1e3:.1f} ms per step and "
-      f"{CPU_FLOPS_PER_S:.2g} FLOP/s (chinchilla), measured for small models on 2 cores, "
+  return (lambda cell: cpu_time.seconds(1, cell.steps, cell.flops_chinchilla)), (
+      f"time on CPU: {cpu_time.CELL_S:.1f} s per cell, {cpu_time.STEP_S * 1e3:.1f} ms per step "
+      f"and {cpu_time.FLOPS_PER_S:.2g} FLOP/s (chinchilla), measured for small models on 2 cores, "
       "warm compile cache")
 
 

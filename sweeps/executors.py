@@ -9,9 +9,9 @@
   (`split_cpu`, which `chinchax sweep` calls before jax starts; a library caller of
   `chinchax.sweep` calls it first, or the cells run one at a time): the smoke sweep's cells
   are too small to keep two cores busy one at a time.
-  Jobs start longest first (by their time in the dry run's CPU model, `seconds`), so that the
-  workers finish together. Threads are enough: JAX dispatch and XLA execution release the
-  GIL, and the contexts a run enters are per thread in jax 0.10 (`use_abstract_mesh` swaps a
+  Jobs start longest first (by their time in the CPU model, `seconds`), so that the workers
+  finish together. Threads are enough: JAX dispatch and XLA execution release the GIL, and
+  the contexts a run enters are per thread in jax 0.10 (`use_abstract_mesh` swaps a
   thread-local config value, flax's logical-axis rules are a `threading.local`), while every
   array carries an explicit sharding on its own mesh. The runs share one checkpoint lock
   (sweeps/train/checkpoint.py): their saves take turns, synchronously.
@@ -41,6 +41,7 @@ import jax
 from chinchax.scaling.runs import conventions
 from chinchax.errors import UserError
 from chinchax.sweeps.train import stop as stop_lib
+from chinchax.sweeps.chips import cpu_time
 from chinchax.sweeps import job as job_lib
 from chinchax.sweeps import wsd
 from chinchax.sweeps.job import Job, Outcome
@@ -92,12 +93,11 @@ def longest_first(jobs: Sequence[Job]) -> list[Job]:
 
 
 def seconds(job: Job) -> float:
-  """The job's time in the dry run's CPU model (`dry_run.time_model`): a start per run, a cost
-  per step and its chinchilla FLOPs at a rate; a WSD job trains its stable run and each
-  branch's decay. By FLOPs alone, small models' many cheap steps count for nothing: the smoke's
+  """The job's time in the CPU model (`cpu_time`, the dry run's): a start per run, a cost per
+  step and its chinchilla FLOPs at a rate; a WSD job trains its stable run and each branch's
+  decay. By FLOPs alone, small models' many cheap steps count for nothing: the smoke's
   five largest sizes tied, and its packing on 2 devices ended with one idle for 10 s; its
   jobs' own times, replayed in this order, end 2.4 s sooner (154.7 s against 157.1)."""
-  from chinchax.sweeps import dry_run  # pylint: disable=g-import-not-at-top  (it imports this module)
   c = job.config
   tokens = c.batch_size * c.seq_len
   if wsd.is_wsd(c):
@@ -107,7 +107,7 @@ def seconds(job: Job) -> float:
   else:
     runs, steps = 1, math.ceil(float(job.D or 0.0) / tokens)
   flops = steps * tokens * conventions.flops_per_token(job.shape, "chinchilla")
-  return runs * dry_run.CPU_CELL_S + steps * dry_run.CPU_STEP_S + flops / dry_run.CPU_FLOPS_PER_S
+  return cpu_time.seconds(runs, steps, flops)
 
 
 def device_groups(devices_per_cell: int) -> list[list]:

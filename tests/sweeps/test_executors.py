@@ -17,7 +17,8 @@ from chinchax.scaling.runs import conventions
 from chinchax.scaling.runs.conventions import Shape
 from chinchax.sweeps.train import checkpoint
 from chinchax.sweeps.train import stop as stop_lib
-from chinchax.sweeps import dry_run, executors, spec as spec_lib, sweep
+from chinchax.sweeps import executors, spec as spec_lib, sweep
+from chinchax.sweeps.chips import cpu_time
 from chinchax.cli import flags
 from chinchax.cli import sweep as cli_sweep
 from chinchax.sweeps.configs import train as train_config
@@ -173,8 +174,8 @@ def test_packed_starts_the_longest_job_first(monkeypatch):
 
 
 def test_longest_first_counts_steps_beside_flops():
-  """The order is the dry run's CPU time model (a start per run, CPU_STEP_S a step, chinchilla
-  FLOPs at CPU_FLOPS_PER_S): a tiny model's 20,000 steps come before a wide model's 20, which
+  """The order is the CPU time model's (`cpu_time`: CELL_S a run, STEP_S a step, chinchilla
+  FLOPs at FLOPS_PER_S): a tiny model's 20,000 steps come before a wide model's 20, which
   has the larger 6ND; a WSD job counts its stable run, each branch's decay and a start each."""
   c = train_config.get_config("tiny")
   T = c.batch_size * c.seq_len
@@ -185,8 +186,8 @@ def test_longest_first_counts_steps_beside_flops():
   assert conventions.params(wide) * 20 > conventions.params(tiny) * 20000  # 6ND: wide first
 
   def expected(runs, steps, shape):
-    return (runs * dry_run.CPU_CELL_S + steps * dry_run.CPU_STEP_S
-            + steps * T * conventions.flops_per_token(shape, "chinchilla") / dry_run.CPU_FLOPS_PER_S)
+    return (runs * cpu_time.CELL_S + steps * cpu_time.STEP_S
+            + steps * T * conventions.flops_per_token(shape, "chinchilla") / cpu_time.FLOPS_PER_S)
 
   assert executors.seconds(many) == pytest.approx(expected(1, 20000, tiny), rel=1e-12)
   assert executors.seconds(few) == pytest.approx(expected(1, 20, wide), rel=1e-12)

@@ -10,6 +10,7 @@ import pytest
 from chinchax import cli
 from chinchax.scaling.law import artifact as law_lib
 from chinchax.sweeps import data, dry_run, grid, sweep, table
+from chinchax.sweeps.chips import cpu_time
 from chinchax.sweeps.configs import tiny
 from chinchax.sweeps.data import pipeline
 from chinchax.sweeps.train import loop
@@ -94,11 +95,11 @@ def test_dry_run_prints_one_row_per_cell(capsys):
   assert out.count("refused:") == len(refusals)
   # On CPU each cell costs a start, a cost per step and its FLOPs (dry_run.time_model).
   for row, cell in zip(rows, cells):
-    seconds = (dry_run.CPU_CELL_S + cell.steps * dry_run.CPU_STEP_S
-               + cell.flops_chinchilla / dry_run.CPU_FLOPS_PER_S)
+    seconds = (cpu_time.CELL_S + cell.steps * cpu_time.STEP_S
+               + cell.flops_chinchilla / cpu_time.FLOPS_PER_S)
     assert row.split()[-1] == table.duration(seconds), (row, seconds)
-  total = sum(dry_run.CPU_CELL_S + c.steps * dry_run.CPU_STEP_S
-              + c.flops_chinchilla / dry_run.CPU_FLOPS_PER_S for c in cells)
+  total = sum(cpu_time.CELL_S + c.steps * cpu_time.STEP_S
+              + c.flops_chinchilla / cpu_time.FLOPS_PER_S for c in cells)
   assert f"about {table.duration(total)} of training" in out
 
 
