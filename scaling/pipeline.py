@@ -134,8 +134,8 @@ def _approach3(runs: Runs, o: Options, log, design: design_lib.Design
   if len(runs) < 5:
     raise UserError(f"Approach 3 fits 5 parameters and needs at least 5 runs; got {len(runs)}")
   clusters = design_lib.sizes_of(runs.N) if by_size else None
-  drawn = bootstrap_lib.draw_ahead(len(runs), o.bootstrap, o.seed, clusters) if (
-      o.bootstrap) else None
+  drawn = (bootstrap_lib.draw_ahead(len(runs), o.bootstrap, o.seed, clusters)
+           if o.bootstrap else None)  # the draws made while the full-data fit runs
   fit3 = parametric.fit_parametric(runs.N, runs.D, runs.loss, delta=o.delta)
   theta3 = np.array([fit3.E, fit3.A, fit3.B, fit3.alpha, fit3.beta])
   with np.errstate(invalid="ignore", over="ignore"):  # a law with alpha < 0: refused below

@@ -96,8 +96,9 @@ def seconds(job: Job) -> float:
   """The job's time in the CPU model (`cpu_time`, the dry run's): a start per run, a cost per
   step and its chinchilla FLOPs at a rate; a WSD job trains its stable run and each branch's
   decay. By FLOPs alone, small models' many cheap steps count for nothing: the smoke's
-  five largest sizes tied, and its packing on 2 devices ended with one idle for 10 s; its
-  jobs' own times, replayed in this order, end 2.4 s sooner (154.7 s against 157.1)."""
+  five largest sizes tied, and its packing on 2 devices ended with one idle for 10-13 s. In
+  this order its jobs' own times, replayed, end 2.4 s sooner (154.7 s against 157.1), and the
+  next sweep's last run ended 4.8 s after the other device's last."""
   c = job.config
   tokens = c.batch_size * c.seq_len
   if wsd.is_wsd(c):

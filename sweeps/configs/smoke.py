@@ -86,9 +86,9 @@ edge of what determines it, and rounding moves a run either side.
 Wall time on the 2-core machine, warm compile cache: seed 0 164 s and 166 s, seed 1 176 s,
 seed 2 167 s (304-327 s of cell time, 1.92-1.95 cells at a time; report.md is written 5.4-5.6 s
 after the last cell), 192 s cold; the release before took 170 s warm between them (313 s of
-cell time, 1.90 at a time), one before that 181 s, and an earlier one 272 s on a slower day. The same kind of machine has run 40% slower (406 s warm and 475 s cold for
-an older release): the wall time follows the host's speed, which the load average does not
-show.
+cell time, 1.90 at a time), one before that 181 s, and an earlier one 272 s on a slower day.
+The same kind of machine has run 40% slower (406 s warm and 475 s cold for an older release):
+the wall time follows the host's speed, which the load average does not show.
 
 The LR line checked against a measured law (bench/hparams_smoke_bench.py: the
 hparams_smoke sweep's runs at this sweep's batch of 8 x 64, fitted by `chinchax fit-hparams`):
