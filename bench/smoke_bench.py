@@ -59,7 +59,7 @@ def split_table(runs: list[dict]) -> list[str]:
 
 
 def time_model(records: list[dict]) -> tuple[float, float, float]:
-  """The dry run's CPU time model (sweeps/dry_run.py: a run's start, a cost per step and a
+  """The CPU time model (sweeps/chips/cpu_time.py: a run's start, a cost per step and a
   FLOP rate) fitted to these records: the start is the median init + compile of the runs that
   start from scratch, the other two the least-squares fit of the rest of each record's wall
   time to the steps it trained and their Chinchilla FLOPs (a WSD branch trains only its decay
@@ -150,7 +150,7 @@ def main() -> None:
           f"report, exit): {wall - train_s:.1f} s")
 
   start, step_s, rate = time_model(runs + stable_runs(workdir, runs))
-  print(f"  the dry run's CPU time model fitted to these cells (sweeps/dry_run.py): {start:.1f} s "
+  print(f"  the CPU time model fitted to these cells (sweeps/chips/cpu_time.py): {start:.1f} s "
         f"per run's start, {step_s * 1e3:.2f} ms per step, {rate:.2g} FLOP/s (chinchilla)")
 
   with open(os.path.join(workdir, "law.json")) as f:

@@ -76,7 +76,7 @@ def run_wsd(cells, c, workdir, decay_fraction=0.2):
     wall = time.time() - t
     plan = wsd.plan(cfg.wsd.branches, decay_fraction, cfg.batch_size * cfg.seq_len,
                     cfg.optimizer.warmup_steps)
-    tokens = (max(b.start for b in plan) + sum(b.decay_steps for b in plan)) * (
+    tokens = wsd.trained_steps(plan) * (
         cfg.batch_size * cfg.seq_len)
     for cell, rec in zip(group, res.branches):
       out[cell.name] = {"N": cell.N, "C": cell.budget, "D": cell.D, "loss": rec["eval_loss"],

@@ -67,7 +67,7 @@ def main():
     lc, lw = cosine[D]["eval_loss"], b["eval_loss"]
     print(f"{D:>10,} {lc:>12.4f} {lw:>10.4f} {lw - lc:>+8.4f}")
   tok_cos = sum(Ds)
-  tok_wsd = (max(b.start for b in plan) + sum(b.decay_steps for b in plan)) * tps
+  tok_wsd = wsd.trained_steps(plan) * tps
   print(f"{'':>10} {'tokens':>12} {'FLOPs 6ND':>10} {'wall s':>8}")
   print(f"{'cosine':>10} {tok_cos:>12,} {tok_cos * fpt:>10.3g} {t_cos:>8.1f}")
   print(f"{'WSD':>10} {tok_wsd:>12,} {tok_wsd * fpt:>10.3g} {t_wsd:>8.1f}")

@@ -79,7 +79,7 @@ def wsd_line(spec: spec_lib.Spec, seconds: Callable[[Cell], float]) -> str | Non
   t = sum(seconds(c) for c in single)
   for _, group in series:
     branches = wsd.plan([c.D for c in group], fraction, group[0].batch_size * group[0].seq_len)
-    w = max(b.start for b in branches) + sum(b.decay_steps for b in branches)
+    w = wsd.trained_steps(branches)
     s = sum(c.steps for c in group)
     W, S, t = W + w, S + s, t + sum(seconds(c) for c in group) * w / s
   at_once = _at_once(spec)

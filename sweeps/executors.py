@@ -104,7 +104,7 @@ def seconds(job: Job) -> float:
   if wsd.is_wsd(c):
     branches = wsd.branches_of(c)
     runs = 1 + len(branches)
-    steps = max(b.start for b in branches) + sum(b.decay_steps for b in branches)
+    steps = wsd.trained_steps(branches)
   else:
     runs, steps = 1, math.ceil(float(job.D or 0.0) / tokens)
   flops = steps * tokens * conventions.flops_per_token(job.shape, "chinchilla")

@@ -76,6 +76,11 @@ def plan(branches_D, decay_fraction: float, tokens_per_step: int,
   return out
 
 
+def trained_steps(branches: list[Branch]) -> int:
+  """The steps a WSD run trains: its main run to the last branch point, then each decay."""
+  return max(b.start for b in branches) + sum(b.decay_steps for b in branches)
+
+
 def branches_of(c: ml_collections.ConfigDict) -> list[Branch]:
   """The branches a WSD run config asks for (`wsd.branches`)."""
   return plan(c.wsd.branches, c.wsd.decay_fraction, c.batch_size * c.seq_len,

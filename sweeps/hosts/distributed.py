@@ -84,9 +84,7 @@ def join(env=None, initialize=None) -> str | None:
 def _join_timer(timeout: float, who: str):
   """jax's join, ended with one line when it has not completed in `timeout` seconds."""
   def expire():
-    other = native.claim_exit(exit_codes.JOIN)
-    if other is not None:  # another path is ending this process already, and said why
-      os._exit(other)
+    native.exit_if_claimed(exit_codes.JOIN)  # another path may be ending this process already
     print(f"chinchax: error: {who}: the job's processes did not all join within "
           f"{timeout:g} s (CHINCHAX_JOIN_TIMEOUT_S); start every process of the job, with the "
           f"same coordinator (exit status {exit_codes.JOIN}){native.kept()}", file=sys.stderr,

@@ -113,6 +113,14 @@ def claim_exit(status: int) -> int | None:
   return None if first[0] is token else first[1]
 
 
+def exit_if_claimed(status: int) -> None:
+  """Claims the exit with `status` (`claim_exit`); when another path claimed it first, ends the
+  process here with that path's status, saying nothing."""
+  other = claim_exit(status)
+  if other is not None:
+    os._exit(other)
+
+
 def kept() -> str:
   """Removes the log when it says nothing worth keeping; else "; ... is in PATH", for the
   process's last line to name it."""
@@ -158,7 +166,7 @@ def _take_abort() -> None:
     where = _state["where"]
     if any(s in tail for s in COORDINATOR_GONE):
       status = exit_codes.COORDINATOR
-      _exit_if_claimed(status)
+      exit_if_claimed(status)
       print(f"chinchax: error: {where}: lost the job's coordinator (process 0): jax's client "
             f"can no longer reach it; this process stops too (exit status {status}). Rerun "
             f"the job (every process) to resume from the last checkpoint{kept()}",
@@ -167,22 +175,17 @@ def _take_abort() -> None:
     lost = UNHEALTHY.search(tail)
     if lost:
       status = exit_codes.LOST
-      _exit_if_claimed(status)
+      exit_if_claimed(status)
       print(f"chinchax: error: {where}: lost process {lost.group(1).strip()} of the job: jax's "
             f"coordination service saw its heartbeats stop; this process stops too (exit "
             f"status {status}). Rerun the job (every process) to resume from the last "
             f"checkpoint{kept()}", file=sys.stderr, flush=True)
       os._exit(status)
-    _exit_if_claimed(exit_codes.ABORT)
+    exit_if_claimed(exit_codes.ABORT)
     print(f"chinchax: error: {where}: jax's runtime aborted this process (exit status "
           f"{exit_codes.ABORT}). Rerun the job (every process) to resume from the last "
           f"checkpoint{kept()}", file=sys.stderr, flush=True)
     libc.signal(signal.SIGABRT, None)  # SIG_DFL: abort() goes on when this returns
-
-  def _exit_if_claimed(status):
-    other = claim_exit(status)
-    if other is not None:
-      os._exit(other)
 
   _handler = _HANDLER(on_abort)
   libc.signal(signal.SIGABRT, ctypes.cast(_handler, ctypes.c_void_p))

@@ -198,9 +198,7 @@ class Watch:
 
 
 def _lost(line: str, status: int) -> None:
-  other = native.claim_exit(status)
-  if other is not None:  # jax's abort is ending this process already, and said why
-    os._exit(other)
+  native.exit_if_claimed(status)  # jax's abort may be ending this process already
   print(f"chinchax: error: {native.where()}{line}; this process stops too (exit status "
         f"{status}). Rerun the "
         f"job (every process) to resume from the last checkpoint{native.kept()}",

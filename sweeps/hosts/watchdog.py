@@ -70,9 +70,7 @@ class Watchdog:
 
   def _fire(self, waited: float, deadline: float) -> None:
     status = exit_codes.STUCK
-    other = native.claim_exit(status)
-    if other is not None:  # another path is ending this process already, and said why
-      os._exit(other)
+    native.exit_if_claimed(status)  # another path may be ending this process already
     print(f"chinchax: error: {self.where}: train step {self.step + 1} has not finished "
           f"{waited:.0f} s after step {self.step} (the watchdog's deadline is {deadline:.0f} s: "
           f"CHINCHAX_WATCHDOG_S, at least {FACTOR:g} x the slowest step so far); a collective "
