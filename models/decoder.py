@@ -34,6 +34,7 @@ Parameters are stored in `param_dtype` and cast to `compute_dtype` at use; norms
 rotary phases and the loss are computed in float32.
 """
 
+import functools
 from typing import Any
 
 import flax.linen as nn
@@ -103,21 +104,55 @@ def causal_attention(q_BxSxHxK: Array, k_BxTxHxK: Array, v_BxTxHxK: Array,
   keys up to its own end only, skipping the masked upper triangle: (n + 1) / 2n of the S x T
   work for n blocks (62.5% for 4), the same result up to float rounding. Written out rather
   than `jax.nn.dot_product_attention` (whose XLA path is the same maths) so that q is scaled
-  before the product (a BxSxHxK multiply instead of a BxHxSxT one).
+  before the product (a BxSxHxK multiply instead of a BxHxSxT one), and so that its gradient
+  is `_attend_bwd`'s.
   """
   S, K = q_BxSxHxK.shape[1], q_BxSxHxK.shape[3]
   q_BxSxHxK = q_BxSxHxK * jnp.asarray(K ** -0.5, q_BxSxHxK.dtype)
   b = q_block if 0 < q_block < S else S
-  out = []
-  for start in range(0, S, b):
-    end = min(start + b, S)
-    logits_BxHxSxT = jnp.einsum("BSHK,BTHK->BHST", q_BxSxHxK[:, start:end],
-                                k_BxTxHxK[:, :end], preferred_element_type=jnp.float32)
-    causal_SxT = start + jnp.arange(end - start)[:, None] >= jnp.arange(end)[None, :]
-    logits_BxHxSxT = jnp.where(causal_SxT, logits_BxHxSxT, jnp.finfo(jnp.float32).min)
-    probs_BxHxSxT = jax.nn.softmax(logits_BxHxSxT, axis=-1).astype(v_BxTxHxK.dtype)
-    out.append(jnp.einsum("BHST,BTHK->BSHK", probs_BxHxSxT, v_BxTxHxK[:, :end]))
+  out = [_attend(q_BxSxHxK[:, start:start + b], k_BxTxHxK[:, :start + b],
+                 v_BxTxHxK[:, :start + b], start) for start in range(0, S, b)]
   return out[0] if len(out) == 1 else jnp.concatenate(out, axis=1)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
+def _attend(q_BxSxHxK: Array, k_BxTxHxK: Array, v_BxTxHxK: Array, start: int) -> Array:
+  """Queries `start` .. `start` + S attending causally to keys 0 .. T (q already scaled)."""
+  return _attend_fwd(q_BxSxHxK, k_BxTxHxK, v_BxTxHxK, start)[0]
+
+
+def _attend_fwd(q_BxSxHxK, k_BxTxHxK, v_BxTxHxK, start):
+  logits_BxHxSxT = jnp.einsum("BSHK,BTHK->BHST", q_BxSxHxK, k_BxTxHxK,
+                              preferred_element_type=jnp.float32)
+  S, T = logits_BxHxSxT.shape[2:]
+  causal_SxT = start + jnp.arange(S)[:, None] >= jnp.arange(T)[None, :]
+  logits_BxHxSxT = jnp.where(causal_SxT, logits_BxHxSxT, jnp.finfo(jnp.float32).min)
+  probs_BxHxSxT = jax.nn.softmax(logits_BxHxSxT, axis=-1)
+  o_BxSxHxK = jnp.einsum("BHST,BTHK->BSHK", probs_BxHxSxT.astype(v_BxTxHxK.dtype), v_BxTxHxK)
+  return o_BxSxHxK, (q_BxSxHxK, k_BxTxHxK, v_BxTxHxK, probs_BxHxSxT, o_BxSxHxK)
+
+
+def _attend_bwd(start, residuals, do_BxSxHxK):
+  """The softmax's gradient as FlashAttention-2 writes it: sum_t p_t dp_t = do · o, a sum
+  over K rather than T. Differentiated automatically, the same step took two more passes over
+  the S x T probabilities (that sum, the mask's select) and products XLA laid out with
+  transposed operands: on one CPU core the smoke's train step was 5-10% longer
+  (bench/step_bench.py --K 16)."""
+  del start  # masked probabilities are exact zeros, and so are their gradients
+  q_BxSxHxK, k_BxTxHxK, v_BxTxHxK, probs_BxHxSxT, o_BxSxHxK = residuals
+  f32 = jnp.float32
+  dv_BxTxHxK = jnp.einsum("BHST,BSHK->BTHK", probs_BxHxSxT.astype(v_BxTxHxK.dtype), do_BxSxHxK)
+  dprobs_BxHxSxT = jnp.einsum("BSHK,BTHK->BHST", do_BxSxHxK, v_BxTxHxK,
+                              preferred_element_type=f32)
+  delta_BxSxH = jnp.sum(do_BxSxHxK.astype(f32) * o_BxSxHxK.astype(f32), axis=-1)
+  dlogits_BxHxSxT = probs_BxHxSxT * (dprobs_BxHxSxT - delta_BxSxH.transpose(0, 2, 1)[..., None])
+  dlogits_BxHxSxT = dlogits_BxHxSxT.astype(q_BxSxHxK.dtype)
+  dq_BxSxHxK = jnp.einsum("BHST,BTHK->BSHK", dlogits_BxHxSxT, k_BxTxHxK)
+  dk_BxTxHxK = jnp.einsum("BHST,BSHK->BTHK", dlogits_BxHxSxT, q_BxSxHxK)
+  return dq_BxSxHxK, dk_BxTxHxK, dv_BxTxHxK
+
+
+_attend.defvjp(_attend_fwd, _attend_bwd)
 
 
 class Attention(nn.Module):
@@ -129,9 +164,12 @@ class Attention(nn.Module):
     D, H, K = s.d_model, s.n_heads, s.head_dim
     qkv_init = _fan_in((0,), (1, 2))
     names = ("embed", "heads", "kv")
-    q_BxSxHxK, k_BxSxHxK, v_BxSxHxK = (
-        _dense("D,DHK->HK", x_BxSxD, _param(self, w, qkv_init, (D, H, K), names, cfg))
-        for w in ("w_q", "w_k", "w_v"))
+    # One product for q, k and v: on CPU three products of a third the width (and their
+    # gradients' three, summed) made the smoke's train step 3-7% longer.
+    w_Dx3xHxK = jnp.stack([_param(self, w, qkv_init, (D, H, K), names, cfg)
+                           for w in ("w_q", "w_k", "w_v")], axis=1)
+    qkv_BxSx3xHxK = _dense("D,DCHK->CHK", x_BxSxD, w_Dx3xHxK)
+    q_BxSxHxK, k_BxSxHxK, v_BxSxHxK = (qkv_BxSx3xHxK[:, :, i] for i in range(3))
     q_BxSxHxK = rotary(q_BxSxHxK, cfg.rope_base)
     k_BxSxHxK = rotary(k_BxSxHxK, cfg.rope_base)
     act = ("act_batch", "act_len", "act_heads", "act_kv")

@@ -124,6 +124,41 @@ def test_blocked_causal_attention_matches_float64_reference(tiny, attn_block):
                              rtol=2e-4, atol=2e-4)
 
 
+def _reference_loss(p, batch, s: Shape, rope_base: float) -> float:
+  logits = _reference_logits(p, batch["inputs"], s, rope_base)
+  top = logits.max(-1, keepdims=True)
+  log_z = np.log(np.exp(logits - top).sum(-1)) + top[..., 0]
+  return float(np.mean(log_z - np.take_along_axis(logits, batch["targets"][..., None], -1)[..., 0]))
+
+
+@pytest.mark.parametrize("attn_block", [0, 12])
+@pytest.mark.parametrize("leaves", [("w_q",), ("w_k",), ("w_v",), None])
+def test_gradient_matches_float64_reference_derivatives(tiny, attn_block, leaves):
+  """The train step's gradient (the attention's own backward, `_attend_bwd`) against central
+  differences of the float64 reference loss, along random directions in q's, k's or v's
+  weights alone (each a different term of that backward) and in every parameter."""
+  cfg, p, _ = tiny
+  cfg = dataclasses.replace(cfg, attn_block=attn_block)
+  rng = np.random.default_rng(5)
+  batch = {"inputs": rng.integers(0, 256, (2, 32)).astype(np.int32),
+           "targets": rng.integers(0, 256, (2, 32)).astype(np.int32)}
+  g = _jit(jax.grad(lambda p: decoder.loss_fn(cfg, p, batch)[0]), p)(p)
+  flat, tree = jax.tree_util.tree_flatten_with_path(p)
+  paths = [jax.tree_util.keystr(k) for k, _ in flat]
+  chosen = [leaves is None or any(f"'{w}'" in path for w in leaves) for path in paths]
+  for trial in range(2):
+    u = [rng.standard_normal(x.shape) * c for (_, x), c in zip(flat, chosen)]
+    u = [d / np.sqrt(sum(np.sum(e * e) for e in u)) for d in u]
+    eps = 1e-4
+    shifted = lambda sign: jax.tree_util.tree_unflatten(
+        tree, [np.asarray(x, np.float64) + sign * eps * d for (_, x), d in zip(flat, u)])
+    want = (_reference_loss(shifted(1), batch, cfg.shape, cfg.rope_base)
+            - _reference_loss(shifted(-1), batch, cfg.shape, cfg.rope_base)) / (2 * eps)
+    got = sum(float(np.sum(np.asarray(a, np.float64) * d))
+              for a, d in zip(jax.tree.leaves(g), u))
+    assert abs(got - want) <= 2e-3 * abs(want) + 1e-6, (paths, trial, got, want)
+
+
 def test_scanned_and_unrolled_layers_compute_the_same_function(tiny):
   """The same stacked parameters give the same logits whether the layers loop or unroll."""
   cfg, p, apply = tiny
@@ -144,6 +179,20 @@ def test_bfloat16_compute_close_to_float32_and_params_stay_float32(tiny):
   assert not np.array_equal(bf16, f32)  # bf16 really was used...
   # ...and stays close: bf16 has an 8-bit mantissa, so about 1% error in norm.
   assert np.linalg.norm(bf16 - f32) <= 0.02 * np.linalg.norm(f32)
+
+
+def test_bfloat16_gradient_close_to_float32(tiny):
+  """The attention's backward in bfloat16 (its products in bf16, the softmax's terms in f32)
+  stays within bf16's error of the float32 gradient, leaf by leaf."""
+  cfg32, p, _ = tiny
+  rng = np.random.default_rng(6)
+  batch = {"inputs": rng.integers(0, 256, (2, 32)).astype(np.int32),
+           "targets": rng.integers(0, 256, (2, 32)).astype(np.int32)}
+  grad = lambda cfg: _jit(jax.grad(lambda p: decoder.loss_fn(cfg, p, batch)[0]), p)(p)
+  g32, g16 = grad(cfg32), grad(ModelConfig(TINY, compute_dtype="bfloat16"))
+  for a, b in zip(jax.tree.leaves(g32), jax.tree.leaves(g16)):
+    assert b.dtype == jnp.float32 and not np.array_equal(a, b)
+    assert np.linalg.norm(a - b) <= 0.05 * np.linalg.norm(a)
 
 
 def test_causal_future_tokens_do_not_change_past_logits(tiny):
