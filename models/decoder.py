@@ -136,7 +136,7 @@ def _attend_bwd(start, residuals, do_BxSxHxK):
   """The softmax's gradient as FlashAttention-2 writes it: sum_t p_t dp_t = do · o, a sum
   over K rather than T. Differentiated automatically, the same step took two more passes over
   the S x T probabilities (that sum, the mask's select) and products XLA laid out with
-  transposed operands: on one CPU core the smoke's train step was 5-10% longer
+  transposed operands: on one CPU core the smoke's train step was 5-7% longer
   (bench/step_bench.py --K 16)."""
   del start  # masked probabilities are exact zeros, and so are their gradients
   q_BxSxHxK, k_BxTxHxK, v_BxTxHxK, probs_BxHxSxT, o_BxSxHxK = residuals

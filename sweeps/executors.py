@@ -171,14 +171,15 @@ def run_packed(jobs: Sequence[Job], on_result: OnResult, groups: Sequence[Sequen
   for job in longest_first(jobs) if len(groups) > 1 else jobs:
     todo.put(job)
   done: queue.SimpleQueue = queue.SimpleQueue()
-  halted, lock, idle = threading.Event(), threading.Lock(), threading.Event()
+  halted, lock = threading.Event(), threading.Lock()
+  idle, idle_lock = threading.Event(), threading.Lock()  # not the checkpoints' lock
 
   def worker(group):
     while not halted.is_set():
       try:
         job = todo.get_nowait()
       except queue.Empty:
-        with lock:
+        with idle_lock:
           first = not idle.is_set()
           idle.set()
         if first and on_idle is not None:
