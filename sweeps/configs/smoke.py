@@ -85,9 +85,9 @@ design sits at the edge of what determines the law, and rounding moves a run eit
 the release before, whose attention's gradient rounded differently, had seed 0 flagged.
 
 Wall time on the 2-core machine, warm compile cache, alternating with the release before
-in the same half hour: seed 0 150 s and 153 s against 165 s and 168 s (this release's cells
-287-291 s of cell time, 1.95 at a time; report.md written 3.6 s after the last cell, where
-it was 5.6-5.8 s); seeds 1 and 2 155 s and 158 s just after; 184 s cold. The train step is
+in the same hour: seed 0 150, 153 and 155 s against 165, 167 and 168 s (this release's cells
+287-294 s of cell time, 1.94-1.95 at a time; report.md written 3.6-3.7 s after the last cell,
+where it was 5.6-5.8 s); seeds 1 and 2 155 s and 158 s; 184 s cold. The train step is
 89% of the cells' time. The same kind of machine has run 40% slower (406 s warm and 475 s
 cold for an older release): the wall time follows the host's speed, which the load average
 does not show.
