@@ -58,12 +58,11 @@ def _ready() -> None:
   canvas.prime()
 
 
-def processes(own_load: bool = False) -> int:
+def processes() -> int:
   """Workers to start: `CHINCHAX_PLOT_WORKERS` (0: draw in this process), else one a CPU this
   process may use, at most one a figure, and none where no CPU is idle (the load average at
   least the CPUs): there the workers' own imports (0.8 s of CPU) would only add to the
-  figures, which the command's process draws as well. `own_load`: the load is this
-  process's own work, which is ending (a sweep's last cells), and does not count."""
+  figures, which the command's process draws as well."""
   given = os.environ.get("CHINCHAX_PLOT_WORKERS", "").strip()
   if given:
     if not given.isdigit():
@@ -75,7 +74,7 @@ def processes(own_load: bool = False) -> int:
   except AttributeError:  # not on Linux
     cpus = os.cpu_count() or 1
   try:
-    busy = os.getloadavg()[0] >= cpus and not own_load
+    busy = os.getloadavg()[0] >= cpus
   except OSError:  # no load average here
     busy = False
   return 0 if busy else min(MAX_WORKERS, cpus)

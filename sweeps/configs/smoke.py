@@ -84,10 +84,10 @@ these sizes the parametric form fits the profiles' flanks less well than their m
 design sits at the edge of what determines the law, and rounding moves a run either side:
 the release before, whose attention's gradient rounded differently, had seed 0 flagged.
 
-Wall time on the 2-core machine, warm compile cache, alternating with the release before
-in the same hour: seed 0 150, 153 and 155 s against 165, 167 and 168 s (this release's cells
-287-294 s of cell time, 1.94-1.95 at a time; report.md written 3.6-3.7 s after the last cell,
-where it was 5.6-5.8 s); seeds 1 and 2 155 s and 158 s; 184 s cold. The train step is
+Wall time on the 2-core machine, warm compile cache: seed 0 154 s (288 s of cell time, 1.94
+at a time; report.md written 4.9 s after the last cell), the release before 164 s in the
+same hour (311 s, 5.7 s); seeds 1 and 2 155 s and 158 s, with a change since withdrawn that
+drew the figures in worker processes (2 s less at the end); 184 s cold. The train step is
 89% of the cells' time. The same kind of machine has run 40% slower (406 s warm and 475 s
 cold for an older release): the wall time follows the host's speed, which the load average
 does not show.

@@ -57,17 +57,3 @@ def test_a_bad_worker_count_is_one_line(tmp_path, monkeypatch, capsys):
   err = capsys.readouterr().err.strip().splitlines()
   assert len(err) == 1 and "CHINCHAX_PLOT_WORKERS must be a whole number" in err[0]
   assert not (tmp_path / "law.json").exists() and not (tmp_path / "p").exists()
-
-
-def test_a_busy_host_gets_no_workers_unless_the_load_is_the_callers_own(monkeypatch):
-  """A fit on a host whose CPUs are all busy draws in its own process; a sweep whose own
-  cells are the load (they are ending) starts one a CPU; CHINCHAX_PLOT_WORKERS wins."""
-  monkeypatch.delenv("CHINCHAX_PLOT_WORKERS", raising=False)
-  monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-  monkeypatch.setattr(os, "getloadavg", lambda: (2.0, 2.0, 2.0))
-  assert workers.processes() == 0
-  assert workers.processes(own_load=True) == 2
-  monkeypatch.setattr(os, "getloadavg", lambda: (1.5, 2.0, 2.0))
-  assert workers.processes() == 2
-  monkeypatch.setenv("CHINCHAX_PLOT_WORKERS", "0")
-  assert workers.processes(own_load=True) == 0
