@@ -132,7 +132,11 @@ class Watch:
     self.close()
 
   def close(self) -> None:
+    """Stops the thread and waits for a poll in flight: a process that has ended must not
+    then report a lost peer and exit with another status than its own."""
     self._closed.set()
+    if threading.current_thread() is not self._thread:
+      self._thread.join(timeout=2.0)  # a poll blocked on a coordinator that is gone
 
   # ----------------------------------------------------------------------- the thread
 
@@ -147,6 +151,8 @@ class Watch:
           return
         _lost(f"lost the job's coordinator (process 0): {str(e).splitlines()[0][:200]}",
               exit_codes.COORDINATOR)
+        return
+      if self._closed.is_set():  # this process ended while the poll was in flight
         return
       self._liveness(entries)
       self._stop(entries)

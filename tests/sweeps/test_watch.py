@@ -97,6 +97,39 @@ def test_a_process_that_stops_beating_or_failed_is_named_and_one_that_ended_well
   assert kv.d[f"{watch.NS}/beat/0"] == "done 143"
 
 
+def test_a_process_that_has_ended_reports_no_lost_process_afterwards(fast):
+  """A poll in flight when the command ends must not then name a peer lost: the process would
+  exit with that status instead of its own."""
+  in_poll, release = threading.Event(), threading.Event()
+
+  class SlowKV(FakeKV):
+    block = False
+
+    def key_value_dir_get(self, prefix):
+      if self.block:
+        in_poll.set()
+        release.wait(5)
+      return super().key_value_dir_get(prefix)
+
+  kv = SlowKV()
+  kv.key_value_set(f"{watch.NS}/beat/1", "7")  # process 1 beats once, then nothing
+  w = watch.Watch(kv, 0, 2, heartbeat_s=0.05)
+  deadline = time.monotonic() + 5
+  while f"{watch.NS}/beat/0" not in kv.d and time.monotonic() < deadline:
+    time.sleep(0.001)  # one poll done: process 1's beat is seen
+  kv.block = True
+  assert in_poll.wait(5)
+  time.sleep(0.1)  # past heartbeat_s: the poll in flight would find process 1 lost
+  ender = threading.Thread(target=w.finish, args=(0,))
+  ender.start()
+  time.sleep(0.05)
+  release.set()
+  ender.join(5)
+  assert not ender.is_alive() and not w._thread.is_alive()  # pylint: disable=protected-access
+  assert fast == []
+  assert kv.d[f"{watch.NS}/beat/0"] == "done 0"
+
+
 def test_one_process_reads_its_own_flag():
   flag = stop_lib.StopFlag()
   assert watch.stop_reason(flag) is None
