@@ -131,16 +131,19 @@ def cell_devices(e: Executor) -> list[list] | None:
 
 
 def run_jobs(jobs: Sequence[Job], on_result: OnResult, e: Executor, *, stop,
-             quiet: bool = True, progress=None, opened=None) -> bool:
+             quiet: bool = True, progress=None, opened=None,
+             on_idle: Callable[[], None] | None = None) -> bool:
   """Runs every job with executor `e`; False when `stop` cut the sweep short. `progress`: a
   `sweeps.console.SweepProgress` the local and packed runs report their steps to; `opened`:
-  the data and meshes the sweep opened once (`setup.Opened`), for the runs in this process."""
+  the data and meshes the sweep opened once (`setup.Opened`), for the runs in this process;
+  `on_idle`: called once when the packed runs' first device group finds no job left while
+  others still train (the sweep starts its figures' workers on that idle CPU there)."""
   check(e)
   if e.kind == "local":
     return run_local(jobs, on_result, stop=stop, quiet=quiet, progress=progress, opened=opened)
   if e.kind == "packed":
     return run_packed(jobs, on_result, device_groups(e.devices_per_cell), stop=stop,
-                      quiet=quiet, progress=progress, opened=opened)
+                      quiet=quiet, progress=progress, opened=opened, on_idle=on_idle)
   return run_ray(jobs, on_result, e, stop=stop, quiet=quiet)
 
 
@@ -160,19 +163,27 @@ def run_local(jobs: Sequence[Job], on_result: OnResult, *, stop, quiet: bool = T
 
 
 def run_packed(jobs: Sequence[Job], on_result: OnResult, groups: Sequence[Sequence], *,
-               stop, quiet: bool = True, progress=None, opened=None) -> bool:
-  """One worker thread per device group takes the next job until none is left."""
+               stop, quiet: bool = True, progress=None, opened=None,
+               on_idle: Callable[[], None] | None = None) -> bool:
+  """One worker thread per device group takes the next job until none is left; the first to
+  find none calls `on_idle`."""
   todo: queue.SimpleQueue = queue.SimpleQueue()
   for job in longest_first(jobs) if len(groups) > 1 else jobs:
     todo.put(job)
   done: queue.SimpleQueue = queue.SimpleQueue()
   halted, lock = threading.Event(), threading.Lock()
+  idle, idle_lock = threading.Event(), threading.Lock()  # not the checkpoints' lock
 
   def worker(group):
     while not halted.is_set():
       try:
         job = todo.get_nowait()
       except queue.Empty:
+        with idle_lock:
+          first = not idle.is_set()
+          idle.set()
+        if first and on_idle is not None:
+          on_idle()
         return
       outcome = job_lib.run(job, devices=group, stop=stop, quiet=quiet, checkpoint_lock=lock,
                             progress=_reporter(progress, job), opened=opened)

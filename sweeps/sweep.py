@@ -28,6 +28,7 @@ from chinchax import atomic, killpoints
 from chinchax.errors import UserError
 from chinchax.models import sharding
 from chinchax.scaling.numerics import fmt
+from chinchax.scaling.plots import workers as figure_workers
 from chinchax.scaling.runs import records
 from chinchax.sweeps import console
 from chinchax.sweeps.adaptive import rounds
@@ -88,8 +89,8 @@ def default_workdir(config_text: str) -> str:
 
 
 def sweep(config: ml_collections.ConfigDict, workdir: str | None = None, *,
-          quiet: bool = False, verbose: bool = False, stop=None, round_of: bool = False
-          ) -> Result:
+          quiet: bool = False, verbose: bool = False, stop=None, round_of: bool = False,
+          plot_workers: bool = False) -> Result:
   """Trains every cell of the sweep `config` not done yet in `workdir`, then fits and reports.
 
   `config`: a sweep config (`sweep_config.base_config`, e.g. `sweeps/configs/smoke.py`'s);
@@ -99,13 +100,17 @@ def sweep(config: ml_collections.ConfigDict, workdir: str | None = None, *,
   (sweeps/console.py), with a bar in place on a terminal unless `quiet`; `verbose` adds each
   run's step lines. With `adaptive.round_cells` the sweep is rounds of `chinchax next`
   (sweeps/adaptive/rounds.py), each round this function on the cells chosen so far
-  (`round_of`).
+  (`round_of`). `plot_workers`: the figures' worker processes (scaling/plots/workers.py)
+  start as soon as a device has no cell left, so that the fit's figures are drawn beside
+  it, matplotlib imported (the smoke's last cell to its report.md: 5.6-5.8 s to 3.6); the
+  `chinchax` command's, which closes them.
   """
   workdir = workdir or os.path.join("runs", config.name)
   if rounds.active(config) and not round_of:  # rounds of `chinchax next`, each one sweep
     sweep_config.check_config(config)
     return rounds.run(config, workdir, spec_lib.pool_cells(config), lambda c: sweep(
-        c, workdir, quiet=quiet, verbose=verbose, stop=stop, round_of=True),
+        c, workdir, quiet=quiet, verbose=verbose, stop=stop, round_of=True,
+        plot_workers=plot_workers),
         lambda m: print(m, flush=True) if jax.process_index() == 0 else None) or Result("done")
   spec = spec_lib.resolve(config, workdir)
   executors.check(spec.executor)
@@ -145,10 +150,13 @@ def sweep(config: ml_collections.ConfigDict, workdir: str | None = None, *,
 
   own_stop = stop is None
   stop = stop_lib.StopFlag().install() if own_stop else stop
+  # The load average is this sweep's own cells, which are ending: no reason to draw here.
+  warm = ((lambda: figure_workers.warm(figure_workers.processes(own_load=True)))
+          if plot_workers and lead else None)
   try:
     finished = executors.run_jobs(todo, on_result, spec.executor, stop=stop,
                                   quiet=not verbose or spec.executor.kind != "local",
-                                  progress=progress, opened=opened)
+                                  progress=progress, opened=opened, on_idle=warm)
   finally:
     if own_stop:
       stop.uninstall()
@@ -160,6 +168,8 @@ def sweep(config: ml_collections.ConfigDict, workdir: str | None = None, *,
   if not lead:
     return Result("done", tuple(failed))
   fit_error = None
+  if warm:
+    warm()  # no device went idle before the last cell ended (one at a time, or Ray)
   killpoints.hit("fit")
   measure = hparams.active(spec.config)  # an LR x batch grid: hparams.json, not law.json
   try:

@@ -15,6 +15,7 @@ its TPU slice and checked against its HBM (sweeps/dry_run.py). The library funct
 
 
 from chinchax.errors import UserError
+from chinchax.scaling.plots import workers as figure_workers
 from chinchax.sweeps import configs
 from chinchax.sweeps.accel import compile_cache
 from chinchax.sweeps import console, dry_run, executors, lock, spec as spec_lib
@@ -44,7 +45,11 @@ def main(argv: list[str]) -> int:
   distributed.enter(f.config, f.workdir)  # a multi-host job: every process runs this
   with console.guard_stdout(), console.quiet_libraries(f.verbose), \
       lock.hold(f.workdir, "chinchax sweep"):  # two sweeps on one workdir corrupt it
-    result = sweep.sweep(f.config, f.workdir, quiet=f.quiet, verbose=f.verbose)
+    try:
+      result = sweep.sweep(f.config, f.workdir, quiet=f.quiet, verbose=f.verbose,
+                           plot_workers=True)
+    finally:
+      figure_workers.close()
   if result.status == "stopped":
     return exit_status.stopped("chinchax sweep", result.stopped_by)
   return 1 if result.fit_error else 0

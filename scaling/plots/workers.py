@@ -22,7 +22,9 @@ import dataclasses
 import importlib
 import multiprocessing
 import os
+import select
 import threading
+import time
 from typing import Any
 
 from chinchax.errors import UserError
@@ -58,11 +60,45 @@ def _ready() -> None:
   canvas.prime()
 
 
-def processes() -> int:
+def _die_with(pid: int) -> None:
+  """A worker's start: it ends when the process that started the pool does, however that one
+  ends (kill -9 included). Otherwise a killed command's workers wait on their task queue
+  forever; each holds the forkserver's "alive" pipe, so the forkserver stays too, and all of
+  them hold the command's stdout and stderr, which a caller reading to their end waits on."""
+  try:
+    fd = os.pidfd_open(pid)
+  except ProcessLookupError:  # gone already
+    os._exit(0)
+  except (AttributeError, OSError):  # no pidfd (not Linux >= 5.3): ask every second
+    fd = None
+
+  def watch() -> None:
+    if fd is not None:
+      select.select([fd], [], [])  # readable once the process has ended
+    else:
+      while _alive(pid):
+        time.sleep(1.0)
+    os._exit(0)
+
+  threading.Thread(target=watch, daemon=True, name="chinchax-plot-parent").start()
+
+
+def _alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    pass
+  return True
+
+
+def processes(own_load: bool = False) -> int:
   """Workers to start: `CHINCHAX_PLOT_WORKERS` (0: draw in this process), else one a CPU this
   process may use, at most one a figure, and none where no CPU is idle (the load average at
   least the CPUs): there the workers' own imports (0.8 s of CPU) would only add to the
-  figures, which the command's process draws as well."""
+  figures, which the command's process draws as well. `own_load`: the load is this
+  process's own work, which is ending (a sweep's last cells), and does not count."""
   given = os.environ.get("CHINCHAX_PLOT_WORKERS", "").strip()
   if given:
     if not given.isdigit():
@@ -74,7 +110,7 @@ def processes() -> int:
   except AttributeError:  # not on Linux
     cpus = os.cpu_count() or 1
   try:
-    busy = os.getloadavg()[0] >= cpus
+    busy = os.getloadavg()[0] >= cpus and not own_load
   except OSError:  # no load average here
     busy = False
   return 0 if busy else min(MAX_WORKERS, cpus)
@@ -84,7 +120,8 @@ def _start(n: int) -> None:
   global _pool
   context = multiprocessing.get_context("forkserver")
   context.set_forkserver_preload(list(PRELOAD))
-  pool = concurrent.futures.ProcessPoolExecutor(n, mp_context=context)
+  pool = concurrent.futures.ProcessPoolExecutor(n, mp_context=context, initializer=_die_with,
+                                                initargs=(os.getpid(),))
   try:
     # Workers start on demand, one a submitted task while none is idle: n tasks, n workers.
     for f in [pool.submit(_ready) for _ in range(n)]:

@@ -182,6 +182,8 @@ def fake_gcs(tmp_path, monkeypatch):
   cwd = tmp_path / "cwd"
   cwd.mkdir()
   monkeypatch.chdir(cwd)
+  # The bucket is this process's fsspec registry: figures' worker processes would not see it.
+  monkeypatch.setenv("CHINCHAX_PLOT_WORKERS", "0")
   monkeypatch.setattr(FakeGCS, "root", root)
   faults = Faults()
   monkeypatch.setattr(FakeGCS, "faults", faults)

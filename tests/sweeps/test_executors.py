@@ -320,6 +320,31 @@ def test_packed_spreads_jobs_over_groups_and_reports_in_the_callers_thread(monke
   assert len(locks) == 1 and ran[0][2] is not None and hasattr(ran[0][2], "acquire")
 
 
+def test_packed_calls_on_idle_once_while_another_group_still_trains(monkeypatch):
+  """The first group to find no job left calls `on_idle` (the sweep starts its figures'
+  workers there): cell0 trains on until it has been called, and it is called once."""
+  called, seen_by_cell0 = [], []
+  idle = threading.Event()
+
+  def fake_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpoint_lock=None):
+    del c, stop, quiet, devices, checkpoint_lock
+    if workdir.endswith("cell0"):
+      seen_by_cell0.append(idle.wait(timeout=10))
+    return {"name": os.path.basename(workdir), "status": "done"}
+
+  def on_idle():
+    called.append(threading.current_thread().name)
+    idle.set()
+
+  monkeypatch.setattr(loop, "train", fake_train)
+  seen = []
+  assert executors.run_packed(_jobs(4), lambda job, r: seen.append(job.name),
+                              groups=[("d0",), ("d1",)], stop=None, on_idle=on_idle)
+  assert sorted(seen) == [f"cell{i}" for i in range(4)]
+  assert seen_by_cell0 == [True]  # called while cell0 was still training
+  assert len(called) == 1 and called[0].startswith("chinchax-cell")
+
+
 def test_a_stopped_cell_ends_the_sweep_and_a_raising_cell_fails(monkeypatch, tmp_path):
   def fake_train(c, workdir, *, stop=None, quiet=False, devices=None, checkpoint_lock=None):
     if workdir.endswith("cell0"):
