@@ -18,6 +18,12 @@ prints
   most 0.3 wide, Approaches 2 and 3 within 0.1 on a, `chinchax plan` at 10x the largest
   budget between 1 and 1000 tokens per parameter.
 
+* a reference of this host's speed, measured after the sweep (`--no-reference` skips it,
+  about 30 s): the smoke's own train step (bench/step_bench.py --K 16, 8 x 64 tokens, float32,
+  on one core) at 48k and 176k parameters, in tokens/s. One release's smoke took 154 s warm
+  in one session and 172-189 s in another, on machines of the same kind, its 48k step at
+  142-144k and 104-138k tok/s: compare wall times across sessions only beside this line.
+
 `--report-only` prints the split and the checks of the finished sweep in --workdir (e.g.
 runs/smoke) without running it. The sweep's own output is kept in WORKDIR/sweep_stdout.txt.
 
@@ -30,6 +36,7 @@ runs: quote both (the load average is printed).
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,6 +63,26 @@ def split_table(runs: list[dict]) -> list[str]:
   fmt = lambda x: "  ".join(v.ljust(w) if i == 0 else v.rjust(w)
                             for i, (v, w) in enumerate(zip(x, widths)))
   return [fmt(head)] + [fmt(x) for x in table]
+
+
+REFERENCE_SIZES = "4.8e4,1.76e5"
+
+
+def reference() -> str:
+  """One line: the smoke's train step on one core (bench/step_bench.py), in tokens/s."""
+  cmd = [sys.executable, os.path.join(ROOT, "bench", "step_bench.py"), "--sizes",
+         REFERENCE_SIZES, "--seq-len", "64", "--batch", "8", "--dtype", "float32", "--K", "16",
+         "--steps", "128", "--rounds", "5", "--nanodo", "", "--json"]
+  if hasattr(os, "sched_getaffinity") and shutil.which("taskset"):
+    cmd = ["taskset", "-c", str(min(os.sched_getaffinity(0)))] + cmd  # one core, as a cell has
+  out = subprocess.run(cmd, env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True,
+                       text=True)
+  rows = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+  if out.returncode != 0 or not rows:
+    return f"host reference: bench/step_bench.py failed ({out.stderr.strip()[-300:]})"
+  sizes = ", ".join(f"{r['N'] / 1e3:.0f}k {r['tok_s'] / 1e3:,.1f}k tok/s" for r in rows)
+  return (f"host reference (bench/step_bench.py, the smoke's train step on one core, after the "
+          f"sweep): {sizes}")
 
 
 def time_model(records: list[dict]) -> tuple[float, float, float]:
@@ -103,6 +130,8 @@ def main() -> None:
   p.add_argument("--cold", action="store_true", help="an empty compilation cache")
   p.add_argument("--report-only", action="store_true",
                  help="no sweep: print the split and the checks of --workdir's finished sweep")
+  p.add_argument("--no-reference", dest="reference", action="store_false",
+                 help="skip the host's speed reference (the smoke's step on one core)")
   p.add_argument("flags", nargs="*", help="more `chinchax sweep` flags (after --)")
   args = p.parse_args()
   if args.workdir and not args.report_only and os.path.isdir(args.workdir) and os.listdir(
@@ -171,6 +200,8 @@ def main() -> None:
     print(f"  Approach {name}: {text}   {extra}".rstrip())
   for line in checks(law, workdir):
     print("  " + line)
+  if args.reference and not args.report_only:
+    print("  " + reference(), flush=True)
 
 
 def checks(law: dict, workdir: str) -> list[str]:

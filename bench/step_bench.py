@@ -29,6 +29,7 @@ sweep's train step, 8 x 64 tokens in float32 on one core, is timed that way:
 
 import argparse
 import functools
+import json
 import os
 import sys
 import time
@@ -200,6 +201,8 @@ def main() -> None:
   p.add_argument("--remat", default="none", choices=("none", "minimal", "full"))
   p.add_argument("--mesh", default="1,-1,1", help="data,fsdp,tensor sizes (-1 fills)")
   p.add_argument("--nanodo", default="/work/ext/nanodo", help="a nanodo checkout ('' to skip)")
+  p.add_argument("--json", action="store_true", help="one JSON line per size instead of the "
+                 "table: N_target, N, compile_s, tok_s (chinchax's), for other scripts")
   args = p.parse_args()
   args.steps = -(-args.steps // args.K) * args.K
   args.nanodo_ok = bool(args.nanodo) and os.path.isfile(
@@ -208,10 +211,11 @@ def main() -> None:
   mesh = mesh_lib.make_mesh([int(x) for x in args.mesh.split(",")])
   kind = jax.devices()[0].device_kind
   peak = hardware.peak_flops(jax.devices()[0])
-  print(f"# {jax.device_count()} x {kind}, {os.cpu_count()} CPU cores, batch {args.batch} x "
-        f"{args.seq_len}, {args.dtype}, vocab {args.vocab}, remat {args.remat}, "
-        f"{args.rounds} alternating rounds of {args.steps} steps (median)")
-  if not args.nanodo_ok:
+  if not args.json:
+    print(f"# {jax.device_count()} x {kind}, {os.cpu_count()} CPU cores, batch {args.batch} x "
+          f"{args.seq_len}, {args.dtype}, vocab {args.vocab}, remat {args.remat}, "
+          f"{args.rounds} alternating rounds of {args.steps} steps (median)")
+  if not args.nanodo_ok and not args.json:
     print(f"# nanodo skipped: no nanodo checkout at {args.nanodo!r} (pass --nanodo=PATH)")
   cols = ["N target", "N", "d_model x L", "heads", "d_ff", "compile s", "tokens/s", "tok/cpu-s"]
   if args.nanodo_ok:
@@ -220,10 +224,15 @@ def main() -> None:
   if peak:
     cols += ["MFU 6N"]
   w = 12
-  print("  ".join(f"{c:>{w}}" for c in cols))
+  if not args.json:
+    print("  ".join(f"{c:>{w}}" for c in cols))
   for N in (float(x) for x in args.sizes.split(",")):
     r = bench_size(N, args, mesh)
     s = r["shape"]
+    if args.json:
+      print(json.dumps({"N_target": N, "N": r["N"], "compile_s": r["chinchax_compile"],
+                        "tok_s": r["chinchax_tok_s"]}), flush=True)
+      continue
     row = [f"{N:.3g}", f"{r['N']:,}", f"{s.d_model} x {s.n_layers}", s.n_heads, s.d_ff,
            f"{r['chinchax_compile']:.2f}", f"{r['chinchax_tok_s']:,.0f}",
            f"{r['chinchax_tok_cpu_s']:,.0f}"]
