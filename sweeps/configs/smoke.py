@@ -84,13 +84,16 @@ these sizes the parametric form fits the profiles' flanks less well than their m
 design sits at the edge of what determines the law, and rounding moves a run either side:
 the release before, whose attention's gradient rounded differently, had seed 0 flagged.
 
-Wall time on the 2-core machine, warm compile cache: seed 0 154 s (288 s of cell time, 1.94
-at a time; report.md written 4.9 s after the last cell), the release before 164 s in the
-same hour (311 s, 5.7 s); seeds 1 and 2 155 s and 158 s, with a change since withdrawn that
-drew the figures in worker processes (2 s less at the end); 184 s cold. The train step is
-89% of the cells' time. The same kind of machine has run 40% slower (406 s warm and 475 s
-cold for an older release): the wall time follows the host's speed, which the load average
-does not show.
+Wall time on the 2-core machine (bench/smoke_bench.py, seed 0): the release before this one
+took 154 s warm (288 s of cell time, 1.94 at a time; report.md 4.9 s after the last cell) and
+184 s cold, the one before it 164 s warm in the same hour (311 s, 5.7 s). In a later session
+the host was slower (the smoke's train step on one core, which smoke_bench now prints after the
+sweep: 98-129k tok/s at 48k parameters against 142-144k): this release took 173-181 s warm
+in four runs, alternating with the release before at 171-189 s, and 222 s cold. It draws the
+figures in worker processes started when one core has no cell left: report.md 4.3-5.5 s
+after the last cell against 5.2-7.2 s. The train step is 89% of the cells' time. The same
+kind of machine has run 40% slower (406 s warm and 475 s cold for an older release): the
+wall time follows the host's speed, which the load average does not show.
 
 The LR line checked against a measured law (bench/hparams_smoke_bench.py: the
 hparams_smoke sweep's runs at this sweep's batch of 8 x 64, fitted by `chinchax fit-hparams`):
