@@ -102,7 +102,8 @@ def sweep(config: ml_collections.ConfigDict, workdir: str | None = None, *,
   (sweeps/adaptive/rounds.py), each round this function on the cells chosen so far
   (`round_of`). `plot_workers`: the figures' worker processes (scaling/plots/workers.py)
   start as soon as a device has no cell left, so that the fit's figures are drawn beside
-  it, matplotlib imported (the smoke's last cell to its report.md: 5.6-5.8 s to 3.6); the
+  it, matplotlib imported (the smoke's last cell to its report.md: 5.2-7.2 s to 4.3-5.5,
+  bench/smoke_bench.py alternating with the release before on one host); the
   `chinchax` command's, which closes them.
   """
   workdir = workdir or os.path.join("runs", config.name)
