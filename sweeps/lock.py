@@ -28,6 +28,7 @@ import time
 import uuid
 
 from chinchax import atomic
+from chinchax import pids
 from chinchax.errors import UserError
 
 NAME = "chinchax.lock"
@@ -49,16 +50,6 @@ def _parse(text: str | None) -> dict | None:
   except json.JSONDecodeError:
     return None
   return holder if isinstance(holder, dict) and "pid" in holder else None
-
-
-def _pid_alive(pid: int) -> bool:
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:
-    return True  # someone else's process
-  return True
 
 
 def _describe(holder: dict | None) -> str:
@@ -153,7 +144,7 @@ class _LeaseLock:
 def _stale(holder: dict) -> str | None:
   """Why a lease holder no longer holds the lock, or None while it does."""
   pid = holder.get("pid")
-  if holder.get("host") == socket.gethostname() and isinstance(pid, int) and not _pid_alive(pid):
+  if holder.get("host") == socket.gethostname() and isinstance(pid, int) and not pids.alive(pid):
     return "its process is not running"
   age = time.time() - float(holder.get("renewed", 0))
   if age > LEASE_S:

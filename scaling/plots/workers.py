@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any
 
+from chinchax import pids
 from chinchax.errors import UserError
 
 # What a worker imports before its first job: the forkserver imports these once.
@@ -76,21 +77,11 @@ def _die_with(pid: int) -> None:
     if fd is not None:
       select.select([fd], [], [])  # readable once the process has ended
     else:
-      while _alive(pid):
+      while pids.alive(pid):
         time.sleep(1.0)
     os._exit(0)
 
   threading.Thread(target=watch, daemon=True, name="chinchax-plot-parent").start()
-
-
-def _alive(pid: int) -> bool:
-  try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:
-    pass
-  return True
 
 
 def processes(own_load: bool = False) -> int:

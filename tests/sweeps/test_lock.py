@@ -162,3 +162,16 @@ def test_a_second_sweep_on_the_same_workdir_is_refused_and_runs_jsonl_stays_whol
   lines = [json.loads(l) for l in (wd / "runs.jsonl").read_text().splitlines()]
   assert sorted(l["name"] for l in lines) == sorted(sweep_helper.results(str(wd)))
   assert len(lines) == 2 and all(l["status"] == "done" for l in lines)
+
+
+def test_a_process_is_alive_until_it_has_ended_and_been_reaped():
+  """`pids.alive`, which the stale-holder check above and the figure workers' watch share:
+  the pid of a reaped child is gone, a running one's (and our own) is not."""
+  from chinchax import pids  # pylint: disable=g-import-not-at-top
+  child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+  try:
+    assert pids.alive(os.getpid()) and pids.alive(child.pid)
+  finally:
+    child.kill()
+    child.wait()
+  assert not pids.alive(child.pid)
