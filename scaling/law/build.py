@@ -78,7 +78,8 @@ def table_budgets(C_range) -> tuple[float, ...]:
 
 
 def beyond(C: float, C_range) -> float | None:
-  """How many times C lies outside the fitted range (1 inside it); None when unknown."""
+  """How many times C lies outside the fitted range (1 inside it); None when unknown. A plan
+  measures N and D against the runs' ranges with it too (scaling/plan/extrapolation.py)."""
   if not C_range:
     return None
   return float(max(1.0, C_range[0] / C, C / C_range[1]))

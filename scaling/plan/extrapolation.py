@@ -15,13 +15,14 @@ threshold it stays quiet. A law whose ranges are unknown (a hand-built one) gets
 from typing import Any
 
 from chinchax.scaling.numerics import fmt
+from chinchax.scaling.law import build
 from chinchax.scaling.law.artifact import ScalingLaw
 
 THRESHOLD = 3.0
 
 
 def factor(x: float, lo: float, hi: float) -> float:
-  return max(x / hi, lo / x, 1.0)
+  return build.beyond(x, (lo, hi))  # law.json's `beyond_fit`, for N and D as well as C
 
 
 def table_label(law: ScalingLaw, C: float, N: float, D: float) -> str:
