@@ -161,8 +161,7 @@ def sweep(config: ml_collections.ConfigDict, workdir: str | None = None, *,
   finally:
     if own_stop:
       stop.uninstall()
-  if not finished:
-    say("sweep stopped; finished cells are recorded, rerun the same command to resume")
+  if not finished:  # the caller says so (`chinchax sweep`: the resume hint, on stderr)
     return Result("stopped", tuple(failed), stopped_by=getattr(stop, "reason", None))
   if failed:
     say(f"{len(failed)} cells failed: {', '.join(failed)}")

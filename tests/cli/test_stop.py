@@ -62,6 +62,7 @@ def test_ctrl_c_during_a_sweep_exits_130_and_fails_no_cell(tmp_path):
   out, err = p.communicate(timeout=300)
   assert p.returncode == 130, err
   assert "rerun the same command to resume" in err and "Traceback" not in err
+  assert (out + err).count("rerun the same command") == 1, out + err  # said once, not twice
   _no_failed_cell(tmp_path)
 
 
