@@ -14,7 +14,10 @@
   the contexts a run enters are per thread in jax 0.10 (`use_abstract_mesh` swaps a
   thread-local config value, flax's logical-axis rules are a `threading.local`), while every
   array carries an explicit sharding on its own mesh. The runs share one checkpoint lock
-  (sweeps/train/checkpoint.py): their saves take turns, synchronously.
+  (sweeps/train/checkpoint.py): their saves take turns, synchronously. The devices share
+  XLA's thread pool, so a cell's kernels run on either core; a process per group, pinned
+  to its own core, trains the smoke's cells 4% faster (bench/pair_bench.py), less its own
+  start: not worth a second stop, kill and progress path.
 * `ray`: each job a Ray task holding its accelerators (`ray_num_gpus` GPUs or `ray_tpus` TPU
   chips per cell, `ray_num_cpus` CPUs; CPU only by default) on the cluster at `ray_address`
   (empty: start a local one). Tasks write their cell folders into the shared workdir; the
