@@ -92,12 +92,24 @@ Wall time on the 2-core machine (bench/smoke_bench.py, seed 0): the release befo
 took 154 s warm (288 s of cell time, 1.94 at a time; report.md 4.9 s after the last cell) and
 184 s cold, the one before it 164 s warm in the same hour (311 s, 5.7 s). In a later session
 the host was slower (the smoke's train step on one core, which smoke_bench now prints after the
-sweep: 98-129k tok/s at 48k parameters against 142-144k): this release took 173-181 s warm
-in four runs, alternating with the release before at 171-189 s, and 222 s cold. It draws the
-figures in worker processes started when one core has no cell left: report.md 4.3-5.5 s
-after the last cell against 5.2-7.2 s. The train step is 89% of the cells' time. The same
-kind of machine has run 40% slower (406 s warm and 475 s cold for an older release): the
-wall time follows the host's speed, which the load average does not show.
+sweep: 98-129k tok/s at 48k parameters against 142-144k): this release took 173-181 s warm in
+four runs, alternating with the release before at 171-189 s, and 222 s cold. It draws the
+figures in worker processes started when one core has no cell left: report.md 4.3-5.5 s after
+the last cell against 5.2-7.2 s. The train step is 89% of the cells' time. On 2026-11-28 the
+host was slower again (reference 108k tok/s at 48k, 41k at 176k against 53-54k): 228 s warm for
+seed 0 (421 s of cell time, 1.90 at a time, the step 87% of it) and 231 s for seed 2 (its start
+shared the CPU with a fit). One core idled for the last 10-17 s: the smallest size's run (23
+s), which LPT order leaves last, ends that long after the other core's last. Replayed with the
+jobs' own times (five sweeps), that order ends 2-8 s after the best split of them in two, and
+the best split by the time model's estimates (sweeps/chips/cpu_time.py) ends from 5.6 s sooner
+to 1.6 s later than it: the estimates are not close enough to plan a better packing. Two cells
+as pinned processes instead of threads would train 4% faster (bench/pair_bench.py). Subsets of
+these runs (bench/smoke_designs.py, seeds 0-2 that day) cost less and determine less: without
+the largest budget, 56-59% of the cell time, Approach 2's interval of a 0.168-0.187 wide
+against 0.089-0.145 and Approach 3's up to 0.44 wide against 0.31; with the largest budget's
+middle three sizes, 82-84%, Approaches 2 and 3 0.216 apart on seed 1. The same kind of machine
+has run 40% slower (406 s warm and 475 s cold for an older release): the wall time follows the
+host's speed, which the load average does not show.
 
 The LR line checked against a measured law (bench/hparams_smoke_bench.py: the
 hparams_smoke sweep's runs at this sweep's batch of 8 x 64, fitted by `chinchax fit-hparams`):
