@@ -10,14 +10,16 @@
   `chinchax.sweep` calls it first, or the cells run one at a time): the smoke sweep's cells
   are too small to keep two cores busy one at a time.
   Jobs start longest first (by their time in the CPU model, `seconds`), so that the workers
-  finish together. Threads are enough: JAX dispatch and XLA execution release the GIL, and
-  the contexts a run enters are per thread in jax 0.10 (`use_abstract_mesh` swaps a
+  finish together; on CPU devices a WSD job's branches, which start from its stable run's
+  saved states, are pieces of their own that any worker takes once that run is done, on that
+  run's devices (`_Work`). Threads are enough: JAX dispatch and XLA execution release the
+  GIL, and the contexts a run enters are per thread in jax 0.10 (`use_abstract_mesh` swaps a
   thread-local config value, flax's logical-axis rules are a `threading.local`), while every
   array carries an explicit sharding on its own mesh. The runs share one checkpoint lock
   (sweeps/train/checkpoint.py): their saves take turns, synchronously. The devices share
-  XLA's thread pool, so a cell's kernels run on either core; a process per group, pinned
-  to its own core, trains the smoke's cells 4% faster (bench/pair_bench.py), less its own
-  start: not worth a second stop, kill and progress path.
+  XLA's thread pool, so a cell's kernels run on either core; a process per group, pinned to
+  its own core, trains the smoke's cells 4% faster (bench/pair_bench.py), less its own start:
+  not worth a second stop, kill and progress path.
 * `ray`: each job a Ray task holding its accelerators (`ray_num_gpus` GPUs or `ray_tpus` TPU
   chips per cell, `ray_num_cpus` CPUs; CPU only by default) on the cluster at `ray_address`
   (empty: start a local one). Tasks write their cell folders into the shared workdir; the
@@ -32,6 +34,7 @@ checkpoint). `run_jobs` then returns False.
 """
 
 import concurrent.futures
+import heapq
 import logging
 import math
 import os
@@ -167,32 +170,63 @@ def run_local(jobs: Sequence[Job], on_result: OnResult, *, stop, quiet: bool = T
 
 def run_packed(jobs: Sequence[Job], on_result: OnResult, groups: Sequence[Sequence], *,
                stop, quiet: bool = True, progress=None, opened=None,
-               on_idle: Callable[[], None] | None = None) -> bool:
-  """One worker thread per device group takes the next job until none is left; the first to
-  find none calls `on_idle`."""
-  todo: queue.SimpleQueue = queue.SimpleQueue()
-  for job in longest_first(jobs) if len(groups) > 1 else jobs:
-    todo.put(job)
+               on_idle: Callable[[], None] | None = None, split: bool | None = None) -> bool:
+  """One worker thread per device group takes the next piece of work until none is left; the
+  first to find none calls `on_idle`. With several groups of CPU devices (`split`: by
+  default, when every device is a CPU) a WSD job is split: its stable run is a piece, and
+  once that run is done each branch is a piece of its own (`_Work`) that whichever worker
+  takes it trains on the stable run's group. The CPU devices share one thread pool, so that
+  group is as fast as any, and its programs are compiled (on another group a branch would
+  compile its own: 1.5-7 s each on the smoke's CPU). On accelerators a job stays whole."""
+  split = len(groups) > 1 and (split if split is not None else all(
+      getattr(d, "platform", None) == "cpu" for g in groups for d in g))
+  work = _Work(longest_first(jobs) if len(groups) > 1 else jobs, split=split)
   done: queue.SimpleQueue = queue.SimpleQueue()
   halted, lock = threading.Event(), threading.Lock()
   idle, idle_lock = threading.Event(), threading.Lock()  # not the checkpoints' lock
+  reporters = {}
+
+  def finish(job: Job, outcome: Outcome) -> None:
+    if outcome.status == "stopped":
+      halted.set()
+    done.put((job, outcome))
 
   def worker(group):
-    while not halted.is_set():
-      try:
-        job = todo.get_nowait()
-      except queue.Empty:
+    try:
+      pieces(group)
+    except BaseException:
+      halted.set()  # a bug here: the other groups stop waiting for this one's branches
+      raise
+
+  def pieces(group):
+    while True:
+      piece = work.take(halted)
+      if piece is None:
         with idle_lock:
           first = not idle.is_set()
           idle.set()
         if first and on_idle is not None:
           on_idle()
         return
-      outcome = job_lib.run(job, devices=group, stop=stop, quiet=quiet, checkpoint_lock=lock,
-                            progress=_reporter(progress, job), opened=opened)
-      if outcome.status == "stopped":
-        halted.set()
-      done.put((job, outcome))
+      job, branch = piece
+      kw = dict(devices=group, stop=stop, quiet=quiet, checkpoint_lock=lock, opened=opened)
+      if branch is None and not work.split_job(job):
+        finish(job, job_lib.run(job, progress=_reporter(progress, job), **kw))
+      elif branch is None:  # a WSD job's stable run
+        reporters[job.name] = _reporter(progress, job)
+        outcome = job_lib.run_main(job, progress=reporters[job.name], **kw)
+        work.main_ended(job, group, ok=outcome is None)
+        if outcome is not None:
+          finish(job, outcome)
+      else:
+        kw["devices"] = work.home[job.name]
+        record = job_lib.run_branch(job, branch, progress=reporters[job.name], **kw)
+        if record.get("status") == "stopped":
+          halted.set()  # no piece starts after a stop; rerun to resume
+        records = work.branch_ended(job, branch, record)
+        if records is not None:  # the job's last branch
+          # The stable run's record is no row of runs.jsonl: the outcome is its branches'.
+          finish(job, job_lib.outcome(wsd.result_of({}, records)))
 
   with concurrent.futures.ThreadPoolExecutor(len(groups), "chinchax-cell") as pool:
     futures = [pool.submit(worker, g) for g in groups]
@@ -207,6 +241,72 @@ def run_packed(jobs: Sequence[Job], on_result: OnResult, groups: Sequence[Sequen
     for f in futures:
       f.result()  # a bug in the worker itself surfaces here
   return not halted.is_set()
+
+
+class _Work:
+  """What the packed executor's workers take: a branch of a WSD job whose stable run is done
+  (longest first), else the next job in their order, else, while stable runs still train,
+  it waits for their branches. A branch is a run of its own from the stable run's saved
+  state, so any worker can train it; were a WSD job one piece, the last job would end alone,
+  a whole job after the other workers' last (the smoke: one core idle for its last 10-17 s).
+  Branches before jobs, so that jobs end (and their lines print) as the sweep goes; jobs
+  before branches would balance the end a little better and end every job at once (the
+  smoke's jobs replayed with their own times, bench/smoke_bench.py's runs: 1.9-4.7 s
+  sooner against 2.1-8.4 s, of 171-222 s)."""
+
+  def __init__(self, jobs: Sequence[Job], split: bool):
+    self.jobs = list(jobs)
+    self.split = split
+    self.branches: list[tuple[float, int, Job, wsd.Branch]] = []  # a heap: longest first
+    self.mains = 0  # stable runs training, whose branches are still to come
+    self.ended: dict[str, dict[float, dict]] = {}  # a job's branch records, by D
+    self.home: dict[str, Sequence] = {}  # the device group of a job's stable run
+    self.cond = threading.Condition()
+
+  def split_job(self, job: Job) -> bool:
+    return self.split and wsd.is_wsd(job.config)
+
+  def take(self, halted: threading.Event) -> tuple[Job, wsd.Branch | None] | None:
+    """The next piece, a (job, None) or a (job, branch); None when nothing is left or the
+    run halted."""
+    with self.cond:
+      while not halted.is_set():
+        if self.branches:
+          _, _, job, branch = heapq.heappop(self.branches)
+          return job, branch
+        if self.jobs:
+          job = self.jobs.pop(0)
+          self.mains += self.split_job(job)
+          return job, None
+        if not self.mains:
+          return None
+        self.cond.wait(POLL_S)
+      return None
+
+  def main_ended(self, job: Job, group: Sequence, ok: bool) -> None:
+    with self.cond:
+      self.mains -= 1
+      if ok:
+        self.ended[job.name], self.home[job.name] = {}, group
+        for b in wsd.branches_of(job.config):
+          heapq.heappush(self.branches, (-_branch_seconds(job, b), id(b), job, b))
+      self.cond.notify_all()
+
+  def branch_ended(self, job: Job, b: wsd.Branch, record: dict) -> list[dict] | None:
+    """Records `b`'s record; the job's branch records in D order once all have ended."""
+    with self.cond:
+      ended = self.ended[job.name]
+      ended[b.D] = record
+      if len(ended) < len(wsd.branches_of(job.config)):
+        return None
+      return [ended[D] for D in sorted(ended)]
+
+
+def _branch_seconds(job: Job, b: wsd.Branch) -> float:
+  """A branch's decay in the CPU model (`seconds`)."""
+  tokens = b.decay_steps * job.config.batch_size * job.config.seq_len
+  return cpu_time.seconds(1, b.decay_steps,
+                          tokens * conventions.flops_per_token(job.shape, "chinchilla"))
 
 
 def _ray_task(job: Job, quiet: bool) -> Outcome:

@@ -53,18 +53,30 @@ def train(config: ml_collections.ConfigDict, workdir: str, *, stop=None, quiet: 
   `chinchax.sweeps.train.loop.train`.
   """
   atomic.check_writable(workdir, "workdir", folder=True)
+  run_args = _run_args(stop, quiet, devices, checkpoint_lock, progress, opened)
+  if wsd.is_wsd(config):
+    return outcome(wsd.train_wsd(config, workdir, **run_args))
+  record = loop.train(config, workdir, **run_args)
+  return _outcome(record["status"], (record,))
+
+
+def _run_args(stop, quiet, devices, checkpoint_lock, progress, opened) -> dict:
   run_args = dict(stop=stop, quiet=quiet, devices=devices, checkpoint_lock=checkpoint_lock)
   for key, value in (("progress", progress), ("opened", opened)):
     if value is not None:  # only then: stand-ins for loop.train need not know them
       run_args[key] = value
-  if wsd.is_wsd(config):
-    result = wsd.train_wsd(config, workdir, **run_args)
-    status, rs = result.status, result.records
-  else:
-    record = loop.train(config, workdir, **run_args)
-    status, rs = record["status"], (record,)
+  return run_args
+
+
+def outcome(result: wsd.Result) -> Outcome:
+  """A WSD job's outcome from its parts' records."""
+  return _outcome(result.status, result.records)
+
+
+def _outcome(status: str, rs: tuple[dict, ...]) -> Outcome:
   if status == "stopped":
-    return Outcome(status, (), rs[-1].get("reason"))
+    stopped = [r for r in rs if r.get("status") == "stopped"] or rs
+    return Outcome(status, (), stopped[-1].get("reason"))
   return Outcome(status, rs, next((r["reason"] for r in rs if r.get("reason")), None))
 
 
@@ -76,6 +88,31 @@ def run(job: Job, *, devices=None, stop=None, quiet: bool = True, checkpoint_loc
                  checkpoint_lock=checkpoint_lock, progress=progress, opened=opened)
   except Exception as e:  # pylint: disable=broad-except
     return failed(job, reason(e), write=True)
+
+
+def run_main(job: Job, *, devices=None, stop=None, quiet: bool = True, checkpoint_lock=None,
+             progress=None, opened=None) -> Outcome | None:
+  """A WSD job's stable run (`wsd.train_main`): None once it is done, its branches to train
+  next (`run_branch`, in any order, by any worker); else the job's outcome (failed or
+  stopped), as `run` gives it."""
+  try:
+    atomic.check_writable(job.workdir, "workdir", folder=True)
+    main = wsd.train_main(job.config, job.workdir, **_run_args(
+        stop, quiet, devices, checkpoint_lock, progress, opened))
+  except Exception as e:  # pylint: disable=broad-except
+    return failed(job, reason(e), write=True)
+  return None if main.get("status") == "done" else outcome(wsd.Result(main["status"], main, ()))
+
+
+def run_branch(job: Job, b: wsd.Branch, *, devices=None, stop=None, quiet: bool = True,
+               checkpoint_lock=None, progress=None, opened=None) -> dict:
+  """Branch `b` of a WSD job whose stable run is done: its record (an exception: the job's
+  failed record, as `run` writes it)."""
+  try:
+    return wsd.train_branch(job.config, job.workdir, b, **_run_args(
+        stop, quiet, devices, checkpoint_lock, progress, opened))
+  except Exception as e:  # pylint: disable=broad-except
+    return failed(job, reason(e), write=True).records[0]
 
 
 def failed(job: Job, why: str, write: bool = False) -> Outcome:

@@ -215,17 +215,34 @@ def train_wsd(c: ml_collections.ConfigDict, workdir: str, **run_args) -> Result:
   status is "stopped" when a stop flag interrupted any part: rerun to resume, finished parts
   are skipped.
   """
-  branches = branches_of(c)
-  main = loop.train(main_config(c, branches), workdir, **run_args)
+  main = train_main(c, workdir, **run_args)
   if main.get("status") != "done":
     return Result(main.get("status"), main, ())
   done = []
-  for b in branches:
-    rec = loop.train(branch_config(c, b, workdir), branch_workdir(c, workdir, b), **run_args)
-    done.append(rec)
-    if rec.get("status") != "done":
-      return Result(rec.get("status"), main, tuple(done))
-  return Result("done", main, tuple(done))
+  for b in branches_of(c):
+    done.append(train_branch(c, workdir, b, **run_args))
+    if done[-1].get("status") != "done":
+      break
+  return result_of(main, done)
+
+
+def train_main(c: ml_collections.ConfigDict, workdir: str, **run_args) -> dict:
+  """The stable run's record. Once it is done each branch is a run of its own, which need
+  not follow it (the packed executor gives each to whichever worker is free)."""
+  return loop.train(main_config(c, branches_of(c)), workdir, **run_args)
+
+
+def train_branch(c: ml_collections.ConfigDict, workdir: str, b: Branch, **run_args) -> dict:
+  """Branch `b`'s record: its decay from the stable run's state at `b.start`."""
+  return loop.train(branch_config(c, b, workdir), branch_workdir(c, workdir, b), **run_args)
+
+
+def result_of(main: dict, branches: list[dict]) -> "Result":
+  """The WSD run of a done stable run and its branches' records (in D order): stopped when
+  any part stopped, else failed when any failed, else done."""
+  statuses = [r.get("status") for r in branches]
+  status = next((s for s in ("stopped", "failed") if s in statuses), "done")
+  return Result(status, main, tuple(branches))
 
 
 def finished(c: ml_collections.ConfigDict, workdir: str) -> tuple[dict, ...] | None:
