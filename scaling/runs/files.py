@@ -99,7 +99,10 @@ def run_records(path: str) -> list[tuple[str, dict]]:
 
 
 def read_records(path: str, workdir: str, params: str, flops: str):
-  """The fit's rows and curves of a runs.jsonl (`run_records`), each field checked."""
+  """The fit's rows and curves of a runs.jsonl (`run_records`), each field checked, in the
+  order of the runs' names. The file's order is the order its runs finished, which varies
+  with the executor (two cells at a time, a WSD job's branches as pieces), and the
+  bootstrap's draws index the rows: so the same runs give the same law.json."""
   latest = run_records(path)
   rows, curves, failed = [], [], 0
   for where, rec in latest:
@@ -121,7 +124,8 @@ def read_records(path: str, workdir: str, params: str, flops: str):
       curve_path = os.path.join(workdir, rec["name"], rec["curve"])
       if atomic.exists(curve_path):
         curves.append(read_curve(curve_path, rec["name"], N, C / D))
-  return rows, curves, failed
+  by_name = lambda x: x["name"] if isinstance(x, dict) else x.name
+  return sorted(rows, key=by_name), sorted(curves, key=by_name), failed
 
 
 def read_curve(path: str, name: str, N: float, flops_per_token: float) -> Curve:

@@ -63,8 +63,9 @@ since each size's stable run still goes to its largest budget: 168-175 s warm ag
 for the six, on the same host in the same session (bench/smoke_bench.py). The wall time follows the largest
 budget and the steps per size, not the number of budgets.
 
-What it gives (bench/smoke_bench.py, 2026-11-27, this release; Approach 2's interval with
-resamples read as the data are, scaling/isoflop/bootstrap.py):
+What it gives (bench/smoke_bench.py, 2026-11-27; the intervals refitted 2026-11-28 with the
+runs read in the order of their names, as every fit now reads runs.jsonl; Approach 2's
+interval with resamples read as the data are, scaling/isoflop/bootstrap.py):
 
     IsoFLOP minima (Approach 2's profiles), every one strictly inside its sizes:
               5e10    1e11    2e11    4e11    8e11    1.5e12
@@ -72,9 +73,9 @@ resamples read as the data are, scaling/isoflop/bootstrap.py):
       seed 1: 1.43e4  1.95e4  2.73e4  4.22e4  6.99e4  1.15e5
       seed 2: 1.41e4  2.00e4  2.94e4  4.50e4  7.00e4  1.06e5
     a, 90% interval     Approach 2              Approach 3              |a2 - a3|
-      seed 0:           0.591 [0.548, 0.648]    0.613 [0.546, 0.732]    0.022
-      seed 1:           0.612 [0.568, 0.694]    0.687 [0.568, 0.856]    0.075
-      seed 2:           0.597 [0.546, 0.703]    0.640 [0.538, 0.839]    0.043
+      seed 0:           0.591 [0.553, 0.658]    0.613 [0.540, 0.731]    0.022
+      seed 1:           0.612 [0.570, 0.696]    0.687 [0.559, 0.855]    0.075
+      seed 2:           0.597 [0.550, 0.701]    0.640 [0.532, 0.837]    0.043
     Approach 3's law (E, A, B, alpha, beta): seed 0 0.99, 19.5, 652, 0.342, 0.542;
       seed 1 0.85, 10.1, 782, 0.254, 0.556; seed 2 0.95, 14.8, 736, 0.308, 0.549
     `chinchax plan` at 1.5e13 FLOPs (10x the largest budget): 12.4, 13.9, 15.4 tokens/param
@@ -82,7 +83,7 @@ resamples read as the data are, scaling/isoflop/bootstrap.py):
 Approach 3's law is well determined on seed 0 and its headline gives it (the backtest: N* of
 the largest budget missed by 4.6%, its loss by 1.9%, that budget's own N* known to ±3.2%);
 on seed 1 it is flagged (residuals 4.3x the noise local fits measure, the lack-of-fit
-threshold being 3x) and on seed 2 its interval of a is 0.301 wide, past 0.3, so those
+threshold being 3x) and on seed 2 its interval of a is 0.305 wide, past 0.3, so those
 headlines give Approach 2's. Runs far from a budget's minimum carry most of the misfit: at
 these sizes the parametric form fits the profiles' flanks less well than their minima. The
 design sits at the edge of what determines the law, and rounding moves a run either side:
@@ -102,14 +103,18 @@ shared the CPU with a fit). One core idled for the last 10-17 s: the smallest si
 s), which LPT order leaves last, ends that long after the other core's last. Replayed with the
 jobs' own times (five sweeps), that order ends 2-8 s after the best split of them in two, and
 the best split by the time model's estimates (sweeps/chips/cpu_time.py) ends from 5.6 s sooner
-to 1.6 s later than it: the estimates are not close enough to plan a better packing. Two cells
-as pinned processes instead of threads would train 4% faster (bench/pair_bench.py). Subsets of
-these runs (bench/smoke_designs.py, seeds 0-2 that day) cost less and determine less: without
-the largest budget, 56-59% of the cell time, Approach 2's interval of a 0.168-0.187 wide
-against 0.089-0.145 and Approach 3's up to 0.44 wide against 0.31; with the largest budget's
-middle three sizes, 82-84%, Approaches 2 and 3 0.216 apart on seed 1. The same kind of machine
-has run 40% slower (406 s warm and 475 s cold for an older release): the wall time follows the
-host's speed, which the load average does not show.
+to 1.6 s later than it: the estimates are not close enough to plan a better packing. Since then
+a WSD job's branches are pieces of their own, which either core takes once the job's stable run
+is done (sweeps/executors.py): the cells ran 1.95 at a time in two sweeps against 1.90-1.93 in
+three of the release before, that day (225.4 and 238.4 s; the release before 223.3 and 228.0 s,
+the host drifting by 15% within the hour: 207-255 s among that day's runs). Two cells as pinned
+processes instead of threads would train 4% faster (bench/pair_bench.py). Subsets of these runs
+(bench/smoke_designs.py, seeds 0-2 that day) cost less and determine less: without the largest
+budget, 56-59% of the cell time, Approach 2's interval of a 0.168-0.187 wide against
+0.089-0.145 and Approach 3's up to 0.44 wide against 0.31; with the largest budget's middle
+three sizes, 82-84%, Approaches 2 and 3 0.216 apart on seed 1. The same kind of machine has run
+40% slower (406 s warm and 475 s cold for an older release): the wall time follows the host's
+speed, which the load average does not show.
 
 The LR line checked against a measured law (bench/hparams_smoke_bench.py: the
 hparams_smoke sweep's runs at this sweep's batch of 8 x 64, fitted by `chinchax fit-hparams`):

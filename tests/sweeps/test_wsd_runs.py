@@ -27,7 +27,8 @@ def test_schedule_filter(tmp_path):
                                                    "schedule": None}]
   path.write_text("".join(json.dumps(r) + "\n" for r in rows))
   every = load_runs([str(path)])
-  assert every.schedule == ("cosine", "cosine", "wsd", "cosine")  # no schedule: cosine
+  assert every.name == ("cos-a", "cos-b", "old", "wsd-a")  # in the order of their names
+  assert every.schedule == ("cosine", "cosine", "cosine", "wsd")  # no schedule: cosine
   wsd = load_runs([str(path)], schedule="wsd")
   assert wsd.name == ("wsd-a",) and wsd.loss.tolist() == [2.98]
   cos = load_runs([str(path)], schedule="cosine")
