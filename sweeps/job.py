@@ -106,13 +106,15 @@ def run_main(job: Job, *, devices=None, stop=None, quiet: bool = True, checkpoin
 
 def run_branch(job: Job, b: wsd.Branch, *, devices=None, stop=None, quiet: bool = True,
                checkpoint_lock=None, progress=None, opened=None) -> dict:
-  """Branch `b` of a WSD job whose stable run is done: its record (an exception: the job's
-  failed record, as `run` writes it)."""
+  """Branch `b` of a WSD job whose stable run is done: its record. An exception is the
+  branch's failed record, written in the branch's folder (the stable run's record stays)."""
   try:
     return wsd.train_branch(job.config, job.workdir, b, **_run_args(
         stop, quiet, devices, checkpoint_lock, progress, opened))
   except Exception as e:  # pylint: disable=broad-except
-    return failed(job, reason(e), write=True).records[0]
+    branch = Job(job.config.name + b.name_suffix, job.config, wsd.branch_workdir(
+        job.config, job.workdir, b), job.shape, b.D, wsd.branch_budget(job.config, b) or None)
+    return failed(branch, reason(e), write=True).records[0]
 
 
 def failed(job: Job, why: str, write: bool = False) -> Outcome:

@@ -152,6 +152,12 @@ def test_a_branch_that_raises_fails_its_job_with_the_others_records(tmp_path, mo
   failed = outcomes["long"]
   assert failed.status == "failed" and failed.reason == f"RuntimeError: {bad} ran out of memory"
   assert [r["status"] for r in failed.records] == ["done", "failed", "done"]
+  # The failure is the branch's: its name, D and folder; the stable run's folder keeps none.
+  bad_record = failed.records[1]
+  assert (bad_record["name"], bad_record["D"]) == (bad, 800.0 * long.config.batch_size
+                                                  * long.config.seq_len)
+  assert records.read_result(str(tmp_path / "long" / bad))["status"] == "failed"
+  assert records.read_result(str(tmp_path / "long")) is None
 
 
 @pytest.mark.slow
