@@ -113,6 +113,12 @@ def seconds(job: Job) -> float:
     steps = wsd.trained_steps(branches)
   else:
     runs, steps = 1, math.ceil(float(job.D or 0.0) / tokens)
+  return _cpu_seconds(job, runs, steps)
+
+
+def _cpu_seconds(job: Job, runs: int, steps: int) -> float:
+  """`runs` starts and `steps` steps of the job's shape and batch in the CPU model."""
+  tokens = job.config.batch_size * job.config.seq_len
   flops = steps * tokens * conventions.flops_per_token(job.shape, "chinchilla")
   return cpu_time.seconds(runs, steps, flops)
 
@@ -289,7 +295,7 @@ class _Work:
       if ok:
         self.ended[job.name], self.home[job.name] = {}, group
         for b in wsd.branches_of(job.config):
-          heapq.heappush(self.branches, (-_branch_seconds(job, b), id(b), job, b))
+          heapq.heappush(self.branches, (-_cpu_seconds(job, 1, b.decay_steps), id(b), job, b))
       self.cond.notify_all()
 
   def branch_ended(self, job: Job, b: wsd.Branch, record: dict) -> list[dict] | None:
@@ -297,16 +303,9 @@ class _Work:
     with self.cond:
       ended = self.ended[job.name]
       ended[b.D] = record
-      if len(ended) < len(wsd.branches_of(job.config)):
+      if len(ended) < len(job.config.wsd.branches):
         return None
       return [ended[D] for D in sorted(ended)]
-
-
-def _branch_seconds(job: Job, b: wsd.Branch) -> float:
-  """A branch's decay in the CPU model (`seconds`)."""
-  tokens = b.decay_steps * job.config.batch_size * job.config.seq_len
-  return cpu_time.seconds(1, b.decay_steps,
-                          tokens * conventions.flops_per_token(job.shape, "chinchilla"))
 
 
 def _ray_task(job: Job, quiet: bool) -> Outcome:

@@ -124,8 +124,9 @@ def read_records(path: str, workdir: str, params: str, flops: str):
       curve_path = os.path.join(workdir, rec["name"], rec["curve"])
       if atomic.exists(curve_path):
         curves.append(read_curve(curve_path, rec["name"], N, C / D))
-  by_name = lambda x: x["name"] if isinstance(x, dict) else x.name
-  return sorted(rows, key=by_name), sorted(curves, key=by_name), failed
+  rows.sort(key=lambda r: r["name"])
+  curves.sort(key=lambda c: c.name)
+  return rows, curves, failed
 
 
 def read_curve(path: str, name: str, N: float, flops_per_token: float) -> Curve:
