@@ -231,8 +231,7 @@ def run_packed(jobs: Sequence[Job], on_result: OnResult, groups: Sequence[Sequen
           halted.set()  # no piece starts after a stop; rerun to resume
         records = work.branch_ended(job, branch, record)
         if records is not None:  # the job's last branch
-          # The stable run's record is no row of runs.jsonl: the outcome is its branches'.
-          finish(job, job_lib.outcome(wsd.result_of({}, records)))
+          finish(job, job_lib.branches_outcome(records))
 
   with concurrent.futures.ThreadPoolExecutor(len(groups), "chinchax-cell") as pool:
     futures = [pool.submit(worker, g) for g in groups]

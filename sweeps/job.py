@@ -73,6 +73,12 @@ def outcome(result: wsd.Result) -> Outcome:
   return _outcome(result.status, result.records)
 
 
+def branches_outcome(branches: list[dict]) -> Outcome:
+  """A WSD job's outcome from its branches' records, its stable run being done (the stable
+  run's record is no row of runs.jsonl)."""
+  return _outcome(wsd.status_of(branches), tuple(branches))
+
+
 def _outcome(status: str, rs: tuple[dict, ...]) -> Outcome:
   if status == "stopped":
     stopped = [r for r in rs if r.get("status") == "stopped"] or rs
@@ -82,10 +88,26 @@ def _outcome(status: str, rs: tuple[dict, ...]) -> Outcome:
 
 def run(job: Job, *, devices=None, stop=None, quiet: bool = True, checkpoint_lock=None,
         progress=None, opened=None) -> Outcome:
-  """`train` on the job; an exception becomes a `failed` record (also its result.json)."""
+  """`train` on the job; an exception becomes a `failed` record (also its result.json).
+
+  A WSD job runs as the packed executor's pieces do, one after the other: its stable run
+  (`run_main`), then each branch (`run_branch`), so that a branch that raises is that
+  branch's failed record, in its own folder, and the branches after it still train.
+  """
+  kw = dict(devices=devices, stop=stop, quiet=quiet, checkpoint_lock=checkpoint_lock,
+            progress=progress, opened=opened)
+  if wsd.is_wsd(job.config):
+    main = run_main(job, **kw)
+    if main is not None:
+      return main
+    done = []
+    for b in wsd.branches_of(job.config):
+      done.append(run_branch(job, b, **kw))
+      if done[-1].get("status") == "stopped":
+        break
+    return branches_outcome(done)
   try:
-    return train(job.config, job.workdir, stop=stop, quiet=quiet, devices=devices,
-                 checkpoint_lock=checkpoint_lock, progress=progress, opened=opened)
+    return train(job.config, job.workdir, **kw)
   except Exception as e:  # pylint: disable=broad-except
     return failed(job, reason(e), write=True)
 

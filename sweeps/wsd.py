@@ -223,7 +223,7 @@ def train_wsd(c: ml_collections.ConfigDict, workdir: str, **run_args) -> Result:
     done.append(train_branch(c, workdir, b, **run_args))
     if done[-1].get("status") != "done":
       break
-  return result_of(main, done)
+  return Result(status_of(done), main, tuple(done))
 
 
 def train_main(c: ml_collections.ConfigDict, workdir: str, **run_args) -> dict:
@@ -237,12 +237,11 @@ def train_branch(c: ml_collections.ConfigDict, workdir: str, b: Branch, **run_ar
   return loop.train(branch_config(c, b, workdir), branch_workdir(c, workdir, b), **run_args)
 
 
-def result_of(main: dict, branches: list[dict]) -> "Result":
-  """The WSD run of a done stable run and its branches' records (in D order): stopped when
-  any part stopped, else failed when any failed, else done."""
+def status_of(branches: list[dict]) -> str:
+  """The status of a WSD run whose stable run is done, from its branches' records: stopped
+  when any stopped, else failed when any failed, else done."""
   statuses = [r.get("status") for r in branches]
-  status = next((s for s in ("stopped", "failed") if s in statuses), "done")
-  return Result(status, main, tuple(branches))
+  return next((s for s in ("stopped", "failed") if s in statuses), "done")
 
 
 def finished(c: ml_collections.ConfigDict, workdir: str) -> tuple[dict, ...] | None:

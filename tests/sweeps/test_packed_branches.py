@@ -160,6 +160,32 @@ def test_a_branch_that_raises_fails_its_job_with_the_others_records(tmp_path, mo
   assert records.read_result(str(tmp_path / "long")) is None
 
 
+def test_in_one_piece_a_branch_that_raises_is_its_own_failed_record(tmp_path, monkeypatch):
+  """`job.run` (the local executor, one device group) trains a WSD job's parts in turn: a
+  raising branch is that branch's failed record in its own folder, the stable run's folder
+  keeps none, and the branch after it still trains."""
+  job = _wsd_job("long", (400, 800, 1200), tmp_path)
+  bad = _branch(job, 800)
+  fake = FakeRuns(fail=(bad,))
+  monkeypatch.setattr(loop, "train", fake)
+  outcome = job_lib.run(job, devices=("d0",))
+  assert [name for name, *_ in fake.runs] == ["long", _branch(job, 400), bad, _branch(job, 1200)]
+  assert outcome.status == "failed" and outcome.reason == f"RuntimeError: {bad} ran out of memory"
+  assert [r["status"] for r in outcome.records] == ["done", "failed", "done"]
+  assert outcome.records[1]["name"] == bad
+  assert records.read_result(str(tmp_path / "long" / bad))["status"] == "failed"
+  assert records.read_result(str(tmp_path / "long")) is None
+
+
+def test_in_one_piece_a_stopped_branch_ends_the_job(tmp_path, monkeypatch):
+  job = _wsd_job("long", (400, 800, 1200), tmp_path)
+  fake = FakeRuns(stop_at=_branch(job, 800))
+  monkeypatch.setattr(loop, "train", fake)
+  outcome = job_lib.run(job, devices=("d0",))
+  assert outcome.status == "stopped" and outcome.records == ()
+  assert [name for name, *_ in fake.runs] == ["long", _branch(job, 400), _branch(job, 800)]
+
+
 @pytest.mark.slow
 def test_a_wsd_run_split_over_two_groups_gives_the_losses_of_one_piece(tmp_path, tiny_config):
   """Real training: the tiny preset as a WSD run with three branches, once as one piece
