@@ -204,7 +204,7 @@ def test_longest_first_counts_steps_beside_flops():
 def test_ray_matches_local(tmp_path, local_losses, monkeypatch):
   ray = pytest.importorskip("ray")
   monkeypatch.setenv("PYTHONPATH", ROOT)  # the workers import chinchax.sweeps from this checkout
-  ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+  ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
   try:
     c = _config(tmp_path / "ray", "--config.executor=ray")
     result = sweep.sweep(c, str(tmp_path / "ray"), quiet=True, stop=stop_lib.StopFlag())
@@ -274,7 +274,7 @@ def test_ray_sweep_ends_when_its_stop_flag_turns_true(tmp_path, monkeypatch):
   the tasks and reports the sweep stopped instead of training every cell."""
   ray = pytest.importorskip("ray")
   monkeypatch.setenv("PYTHONPATH", ROOT)
-  ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+  ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
   try:
     wd = str(tmp_path / "ray")
     spec = spec_lib.resolve(_config(wd, "--config.executor=ray"), wd)
