@@ -8,7 +8,7 @@
     p.N, p.D, p.to_dict()
 
 `chinchax fit` and `chinchax plan` parse their flags and call these; nothing here knows about
-a command line. `summary(law, n_runs)` is a fitted law as `chinchax fit` and the sweep print
+a command line. `summary(law, n_runs, law_path)` is a fitted law as `chinchax fit` and the sweep print
 it: the headline (scaling.judgement.caveats) first, then every warning and note, each approach's
 parameters with intervals, and the allocation table from the largest fitted budget up."""
 
@@ -189,7 +189,7 @@ def _parameters(entry: dict) -> list[str]:
   return ["  " + ", ".join(cells[:3]), "  " + ", ".join(cells[3:])]
 
 
-def _table(law: ScalingLaw) -> list[str]:
+def _table(law: ScalingLaw, law_path: str | None) -> list[str]:
   C_min, C_max = law.fitted_range
   level = fmt.percent(law.ci_level) if law.samples is not None else ""
   lines = [f"compute-optimal allocation from the law of Approach {law.approach}"
@@ -205,11 +205,14 @@ def _table(law: ScalingLaw) -> list[str]:
     loss = f"{law.optimal_loss(C):.4f}" if law.predicts_loss else "-"
     lines.append(f"  {cells[0]:<10} {cells[1]:<28} {cells[2]:<28} {fmt.num(D / N):<8} "
                  f"{loss:<8} {past}")
-  lines.append("  a larger budget: chinchax plan --law=LAW --flops=C (it warns past 3x)")
+  lines.append(f"  a larger budget: chinchax plan --law={law_path or 'LAW'} --flops=C "
+               "(it warns past 3x)")
   return lines
 
 
-def summary(law: ScalingLaw, n_runs: int) -> str:
+def summary(law: ScalingLaw, n_runs: int, law_path: str | None = None) -> str:
+  """The fitted law as `chinchax fit` and the sweep print it; `law_path`, where its law.json
+  was written, goes into the `chinchax plan` line."""
   doc = law.doc
   lines = [f"fitted {n_runs} runs"] + caveats.headline(doc)
   if doc["warnings"]:
@@ -227,7 +230,7 @@ def summary(law: ScalingLaw, n_runs: int) -> str:
               f"{fmt.num(e3['objective'], 4)}, {e3['starts_at_best']}/{e3['starts']} starts "
               "reached it:"] + _parameters(e3)
   if law.fitted_range:
-    lines += _table(law)
+    lines += _table(law, law_path)
   if doc["data_constrained"]:
     dc = doc["data_constrained"]
     ci = dc["ci"] or {}

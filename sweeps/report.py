@@ -277,7 +277,7 @@ def fit_workdir(workdir: str, bootstrap: int) -> str:
   fit_tasks_workdir(workdir, bootstrap, log)
   law, runs, written = api.fit_detailed(workdir, bootstrap=bootstrap, out=out, plots=plots,
                                         log=log)
-  print(api.summary(law, len(runs)))
+  print(api.summary(law, len(runs), out))
   print("wrote " + ", ".join(written))
   return out
 

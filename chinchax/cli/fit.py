@@ -108,7 +108,7 @@ def main(argv: list[str]) -> int:
     if args.plots:  # none left behind where the command is a call (tests, a notebook)
       workers.close()
   if not args.quiet:
-    print(api.summary(law, len(runs)))
+    print(api.summary(law, len(runs), args.out))
     print("wrote " + ", ".join(written) + (f" (replacing the law.json {replaced})"
                                             if replaced else ""))
   return 0

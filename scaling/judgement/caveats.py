@@ -240,8 +240,11 @@ def headline(doc: Mapping[str, Any]) -> list[str]:
     lines.append("  the approaches DISAGREE: their intervals do not overlap (see the warnings)")
   elif len(with_ci) >= 2:
     a_k = [entries[k]["a"] for k in with_ci]
-    lines.append("  the approaches agree: their intervals of a and b overlap (their estimates "
-                 f"of a are {max(a_k) - min(a_k):.3f} apart)")
+    # Named: an approach without an interval (Approach 1's bootstrap may fail) is not compared.
+    names = sorted(with_ci)
+    lines.append(f"  Approaches {', '.join(names[:-1])} and {names[-1]} agree: their intervals "
+                 f"of a and b overlap (their estimates of a are {max(a_k) - min(a_k):.3f} "
+                 "apart)")
   elif len(entries) >= 2:
     lines.append("  agreement not checked: fewer than two approaches have intervals")
   rec, law = doc["recommended"], doc["law"]

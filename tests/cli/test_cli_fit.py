@@ -105,6 +105,9 @@ def test_approach_2_writes_its_own_law(tmp_path, capsys):
   law = json.loads(out.read_text())
   assert law["law"]["approach"] == "2" and set(law["approaches"]) == {"2"}
   assert "recommended: Approach 2: asked for (--approach=2)" in printed
+  # The next command, with the law.json just written in it (not a placeholder).
+  assert (f"  a larger budget: chinchax plan --law={out} --flops=C (it warns past 3x)"
+          in printed.splitlines())
   assert cli.run(["plan", f"--law={out}", "--params=1e9", "--tokens=2e10"]) == 0
   notes = [l for l in capsys.readouterr().out.splitlines() if l.startswith("note:")]
   assert notes == ["note: this law comes from Approach 2: it plans N and D and predicts no "

@@ -1,6 +1,7 @@
 """chinchax.fit / chinchax.plan (scaling.api, scaling.pipeline) on runs from known laws:
 the recommendation, the warnings channel, agreement, intervals and the data-constrained law."""
 
+import copy
 import dataclasses
 
 import numpy as np
@@ -164,8 +165,21 @@ def test_the_headline_says_how_far_apart_agreeing_approaches_are():
   law = chinchax.fit(syn.isoflop(noise=0.002), bootstrap=50)
   assert not law.doc["fit"]["disagreements"]
   a = [law.approaches[k]["a"] for k in ("2", "3")]
-  assert ("  the approaches agree: their intervals of a and b overlap (their estimates of a "
-          f"are {abs(a[0] - a[1]):.3f} apart)") in caveats.headline(law.doc)
+  assert ("  Approaches 2 and 3 agree: their intervals of a and b overlap (their estimates of "
+          f"a are {abs(a[0] - a[1]):.3f} apart)") in caveats.headline(law.doc)
+
+
+def test_the_agreement_line_names_the_approaches_it_compared():
+  """Only approaches with an interval are compared, and the line names them (an Approach 1
+  whose bootstrap failed is left out of it)."""
+  law = chinchax.fit(syn.isoflop(noise=0.002), bootstrap=50)
+  doc = copy.deepcopy(law.doc)
+  doc["approaches"]["1"] = {**doc["approaches"]["2"], "a": doc["approaches"]["2"]["a"] + 0.5}
+  a = [doc["approaches"][k]["a"] for k in ("1", "2", "3")]
+  assert ("  Approaches 1, 2 and 3 agree: their intervals of a and b overlap (their estimates "
+          f"of a are {max(a) - min(a):.3f} apart)") in caveats.headline(doc)
+  doc["approaches"]["1"]["ci"] = None
+  assert any(l.startswith("  Approaches 2 and 3 agree") for l in caveats.headline(doc))
 
 
 def test_three_sizes_per_budget_still_give_an_interval_of_a():
