@@ -182,7 +182,7 @@ def parse_config_flags(argv: list[str], prog: str, default_config: str,
     print(render(prog, doc or prog, config_file, default_workdir, shown, more_flags))
     sys.stdout.flush()
     raise SystemExit(0)
-  load(config_file)  # a broken config file is one line here, not a traceback later
+  base = load(config_file)  # a broken config file is one line here, not a traceback later
   verbose = "--verbose" in argv
   argv = [a for a in argv if a != "--verbose"]
   argv = ["--dry_run" if a == "--dry-run" else a for a in argv]  # the documented spelling
@@ -215,7 +215,7 @@ def parse_config_flags(argv: list[str], prog: str, default_config: str,
     config = fv["config"].value
   except Exception as e:  # pylint: disable=broad-except
     # The config file is the user's Python: whatever it raises is their mistake to fix.
-    raise UserError(_flag_error(e, argv, _config_path(argv, default_config))) from None
+    raise UserError(_flag_error(e, argv, _config_path(argv, default_config), base)) from None
   _check_loaded(config, _config_path(argv, default_config))
   if fv.workdir:
     atomic.check_backend(fv.workdir)  # gs:// without gcsfs: refused before anything compiles
@@ -274,15 +274,20 @@ def _override_key(e: Exception) -> tuple[str, str] | None:
   return (m.group(1), m.group(2) or "") if m else None
 
 
-def _flag_error(e: Exception, argv: list[str], path: str) -> str:
-  """One line for a bad flag or config file: what it names and the innermost cause."""
+def _flag_error(e: Exception, argv: list[str], path: str, base=None) -> str:
+  """One line for a bad flag or config file: what it names and the innermost cause. `base`,
+  the config without the overrides, names the keys a misplaced or mistyped one may mean."""
+  keys = dict(flat(base)) if base is not None else {}
   key = _override_key(e)
   if key:
     name, suggestion = key
     flag = next((a.split("=")[0] for a in argv
                  if a.startswith("--config.") and name in a.split("=")[0].split(".")), None)
     if flag:
+      # A key written without the section that holds it (--config.seed for train.seed).
+      deeper = sorted(k for k in keys if k.endswith("." + flag[len("--config."):]))
       hint = (f"did you mean {suggestion!r}?" if suggestion else
+              f"did you mean --config.{' or --config.'.join(deeper)}?" if deeper else
               "check the spelling against the config file")
       if name == "train" and flag.startswith("--config.train."):
         # A sweep's run keys sit under `train.`; a run's config holds them at the top.
@@ -300,10 +305,26 @@ def _flag_error(e: Exception, argv: list[str], path: str) -> str:
   if not lines:
     return type(e).__name__
   if len(lines) == 1:
-    return _named_flag(lines[0], argv)
+    return _bad_value(lines[0], keys) or _named_flag(lines[0], argv)
   # A config file that failed to load or raised: the first line names the flag, the last
   # holds the cause (the rest is a traceback).
   return f"{lines[0].rstrip(':')}: {lines[-1]}"
+
+
+_TAKES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _bad_value(message: str, keys: dict) -> str | None:
+  """absl's "flag --config.K=V: <parser's complaint>" as what key K takes, where the config
+  says (its value's type): the parser's own words name no type."""
+  m = re.match(r"flag (--config\.([\w.]+))=(.*?): ", message)
+  if not m or m.group(2) not in keys:
+    return None
+  flag, key, value = m.groups()
+  takes = _TAKES.get(type(keys[key]))
+  if takes is None:
+    return None
+  return f"{flag}={value}: {key} takes {takes} (the config's value: {_value(keys[key])})"
 
 
 def _named_flag(message: str, argv: list[str]) -> str:

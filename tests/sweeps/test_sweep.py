@@ -139,7 +139,9 @@ def test_cells_beyond_the_data_are_refused_when_it_is_opened(tmp_path, monkeypat
     ("--config.budgets=()", "budgets is empty"),
     ("--config.sizes=(1000,)", "no runnable cells"),
     ("--config.devices_per_cell=0", "devices_per_cell=0"),
-    ("--config.bootstrap=lots", "--config.bootstrap=lots: invalid literal for int()"),
+    ("--config.bootstrap=lots", "--config.bootstrap=lots: bootstrap takes an integer"),
+    ("--config.train.model.tied=maybe", "train.model.tied takes true or false"),
+    ("--config.train.optimizer.final_lr_ratio=x", "final_lr_ratio takes a number"),
     ("--config.bootstrap=-1", "bootstrap=-1 must be an integer >= 0"),
 ])
 def test_bad_configs_are_refused_before_training(tmp_path, capsys, override, message):
@@ -150,6 +152,13 @@ def test_bad_configs_are_refused_before_training(tmp_path, capsys, override, mes
   err = capsys.readouterr().err.strip().splitlines()
   assert rc == 2 and len(err) == 1 and message in err[0], err
   assert not wd.exists()
+
+
+def test_a_key_written_without_its_section_is_pointed_to_it(capsys):
+  assert cli.run(["sweep", "--config.seed=1", "--dry-run"]) == 2
+  assert capsys.readouterr().err.strip().splitlines() == [
+      "chinchax sweep: error: --config.seed: the config has no key 'seed'; did you mean "
+      "--config.train.seed?"]
 
 
 def test_unknown_override_of_the_default_config_is_one_line(capsys):
