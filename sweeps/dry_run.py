@@ -60,9 +60,9 @@ def time_model(e: Executor) -> tuple[Callable[[Cell], float], str]:
         f"time at {ASSUMED_MFU:.0%} of the {len(devices)} x {peak:.3g} FLOP/s peak of "
         f"{devices[0].device_kind}")
   return (lambda cell: cpu_time.seconds(1, cell.steps, cell.flops_chinchilla)), (
-      f"time on CPU: {cpu_time.CELL_S:.1f} s per cell, {cpu_time.STEP_S * 1e3:.1f} ms per step "
-      f"and {cpu_time.FLOPS_PER_S:.2g} FLOP/s (chinchilla), measured for small models on 2 cores, "
-      "warm compile cache")
+      f"time on CPU: {cpu_time.CELL_S:.1f} s to start each cell, then {cpu_time.STEP_S * 1e3:.1f} "
+      f"ms a step and {cpu_time.FLOPS_PER_S:.2g} FLOP/s (chinchilla), measured for small models "
+      "on 2 cores, warm compile cache")
 
 
 def wsd_line(spec: spec_lib.Spec, seconds: Callable[[Cell], float]) -> str | None:

@@ -12,7 +12,7 @@ prints the grid and exits, without opening the data:
     C5e11-N9.09e4      5e+11  90,888       56 x 2      7   152  9.17e+05  10.1    462  31 x 64  6.67e-03    5e+11      6.64e+11   14s
 
     6 cells, 0 refused; total 2.25e+12 FLOPs (6ND), 3.18e+12 (chinchilla); about 1.1m of training
-    time on CPU: 1.5 s per cell, 1.0 ms per step and 5.7e+10 FLOP/s (chinchilla), measured for small models on 2 cores, warm compile cache
+    time on CPU: 1.5 s to start each cell, then 1.0 ms a step and 5.7e+10 FLOP/s (chinchilla), measured for small models on 2 cores, warm compile cache
     sizes per budget for the fit (after the refusals above):
       C=2.5e11: 3 sizes, N 3.2e4..6.56e4; prior N* 4.56e4 inside
       C=5e11: 3 sizes, N 4.64e4..9.09e4; prior N* 6.45e4 inside
