@@ -68,6 +68,11 @@ def _g(x, fmt=".3g") -> str:
   return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
 
 
+def _seconds(x) -> str:
+  """Whole seconds, or tenths below 10 s: a WSD branch's cooldown may take one."""
+  return _g(x, ".1f" if isinstance(x, (int, float)) and abs(x) < 10 else ".0f")
+
+
 def _ci(pair, fmt=".3f") -> str:
   return f" [{pair[0]:{fmt}}, {pair[1]:{fmt}}]" if pair else ""
 
@@ -81,7 +86,7 @@ def runs_section(records: list[dict]) -> list[str]:
     rows.append([r["name"], _g(r.get("budget")), f"{r.get('N_total', 0):,}",
                  f"{s.get('d_model')} x {s.get('n_layers')}", _g(r.get("D")),
                  _g(r["D"] / r["N_total"], ".1f") if r.get("N_total") else "–",
-                 str(r.get("steps", "–")), loss, _g(r.get("wall_s"), ".0f"),
+                 str(r.get("steps", "–")), loss, _seconds(r.get("wall_s")),
                  _hardware(r), _g(r.get("tokens_per_s"), ".3g"),
                  _g(100 * r["mfu"], ".1f") + "%" if r.get("mfu") is not None else "–"])
   n_failed = sum(r.get("status") != "done" for r in records)

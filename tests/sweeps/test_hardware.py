@@ -102,6 +102,10 @@ def test_report_shows_the_hardware_column():
   row = next(l for l in lines if l.startswith("| C1e15"))
   assert "16 x TPU v5 (tpu), mesh 1x16x1" in row and "| 1.5e+06 |" in row and "41.2%" in row
   assert next(l for l in lines if l.startswith("| old")).endswith("| – | 2e+03 | – |")
+  # Seconds in tenths below 10 s (a WSD branch's cooldown), whole above.
+  walls = [next(l for l in report.runs_section([{**base, "wall_s": w}])
+                if l.startswith("| C1e15")).split(" | ")[8] for w in (0.44, 5.0, 9.96, 123.4)]
+  assert walls == ["0.4", "5.0", "10.0", "123"]
 
 
 @pytest.mark.slow
