@@ -192,13 +192,18 @@ def choose(runs: Runs | None, pool: pool_lib.Pool, k: int, *, flops_left: float 
   picks, var_after = gain.greedy(Sigma, sigma**2, pool.cost, k, left, free)
   var_now = float(Sigma[0, 0])
   cells, removed = [], 0.0
-  for p in picks:
+  for i, p in enumerate(picks):
     share = p.reduction / var_now if var_now > 0 else 0.0
     removed += p.reduction
+    # Greedy: each pick's gain is given the picks above it, so a later one may gain more per
+    # FLOP than an earlier one did alone.
+    why = (f"expected to remove {share:.1%} of the variance of {said} "
+           f"({fmt.num(p.reduction / p.cost)} per FLOP, the most of the cells not run yet)"
+           if i == 0 else
+           f"with the cells above, expected to remove a further {share:.1%} of the variance "
+           f"of {said} ({fmt.num(p.reduction / p.cost)} per FLOP, the most of the cells left)")
     cells.append(Chosen(float(pool.N[p.index]), float(pool.D[p.index]), float(budgets[p.index]),
-                        p.cost, f"expected to remove {share:.1%} of the variance of {said} "
-                        f"({fmt.num(p.reduction / p.cost)} per FLOP, the most of the cells "
-                        "left after the ones above)"))
+                        p.cost, why))
   ratio = max(var_after, 0.0) / var_now if var_now > 0 else 1.0
   expected.update(width_after=now * math.sqrt(ratio), flops=float(sum(c.cost for c in cells)),
                   variance_removed=1.0 - ratio)

@@ -81,6 +81,12 @@ def test_a_pool_cell_already_run_is_not_chosen_again():
                      for c in d.cells])
   assert len(chosen) == 3 and not set(chosen) & set(ran)
   assert not d.stop and d.expected["width_after"] < d.expected["width"]
+  # The first pick is said alone, the later ones given the picks above them (greedy).
+  whys = [c.why for c in d.cells]
+  assert whys[0].startswith("expected to remove ") and "the most of the cells not run yet" in (
+      whys[0])
+  assert all(w.startswith("with the cells above, expected to remove a further ") and
+             w.endswith("the most of the cells left)") for w in whys[1:])
 
 
 def test_stops_when_narrow_enough_or_nothing_fits():
