@@ -384,8 +384,11 @@ def _allocation(name: str, runs: Runs, o: Options, log) -> tuple[dict, Any, dict
     if failed > MAX_FAILED * n:
       # The survivors of a mostly failed bootstrap are the resamples closest to the
       # original fit: their spread would understate the uncertainty.
+      more = {"2": "sample more sizes per budget",
+              "1": "a resample of whole curves needs two sizes that each have the lowest loss "
+                   "over a range of C: train more sizes, with curves that overlap in C"}[name]
       entry["warnings"].append(f"no interval: {failed} of {n} bootstrap resamples could not "
-                               "be fitted; sample more sizes per budget")
+                               f"be fitted; {more}")
     else:
       if failed:
         entry["warnings"].append(f"{failed} of {n} bootstrap resamples could not be fitted "

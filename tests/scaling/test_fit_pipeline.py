@@ -182,6 +182,23 @@ def test_the_agreement_line_names_the_approaches_it_compared():
   assert any(l.startswith("  Approaches 2 and 3 agree") for l in caveats.headline(doc))
 
 
+def test_approach_1_without_an_interval_says_what_its_bootstrap_needs():
+  """A ladder of 7 sizes, 5 per budget at 6 budgets: the runs of one N form its curve, and
+  most resamples of the 7 curves lack two sizes that each win a whole range of C."""
+  sizes, budgets = np.logspace(8, 10, 7), np.logspace(19, 21, 6)
+  N = np.concatenate([sizes[i * 2 // 5:i * 2 // 5 + 5] for i in range(6)])
+  D = np.repeat(budgets, 5) / (6 * N)
+  loss = (1.69 + 406.4 / N**0.34 + 410.7 / D**0.28) * np.exp(
+      0.002 * np.random.default_rng(0).standard_normal(len(N)))
+  law = chinchax.fit({"N": N, "D": D, "loss": loss}, approaches="1", bootstrap=200)
+  e = law.approaches["1"]
+  assert e["ci"] is None and e["bootstrap"]["dropped"] > 100
+  assert e["warnings"][0] == (
+      f"no interval: {e['bootstrap']['dropped']} of 200 bootstrap resamples could not be "
+      "fitted; a resample of whole curves needs two sizes that each have the lowest loss over a "
+      "range of C: train more sizes, with curves that overlap in C")
+
+
 def test_three_sizes_per_budget_still_give_an_interval_of_a():
   law = chinchax.fit(syn.isoflop(sizes=3, spread=3.0, noise=0.002), approaches="2",
                      bootstrap=200)
