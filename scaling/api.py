@@ -8,9 +8,10 @@
     p.N, p.D, p.to_dict()
 
 `chinchax fit` and `chinchax plan` parse their flags and call these; nothing here knows about
-a command line. `summary(law, n_runs, law_path)` is a fitted law as `chinchax fit` and the sweep print
-it: the headline (scaling.judgement.caveats) first, then every warning and note, each approach's
-parameters with intervals, and the allocation table from the largest fitted budget up."""
+a command line. `summary(law, n_runs, law_path)` is a fitted law as `chinchax fit` and the
+sweep print it: the headline (scaling.judgement.caveats) first, then every warning and note,
+each approach's parameters with intervals, and the allocation table from the largest fitted
+budget up."""
 
 from collections.abc import Callable, Iterable, Mapping
 import os
