@@ -16,7 +16,6 @@ The fit is chinchax.fit (scaling.api); this module parses flags and prints.
 """
 
 import argparse
-import json
 import sys
 
 from chinchax import atomic
@@ -24,6 +23,7 @@ from chinchax.cli import argtypes
 from chinchax.errors import UserError
 from chinchax.scaling import api
 from chinchax.scaling.isoflop import fit as isoflop
+from chinchax.scaling.law import artifact as law_artifact
 from chinchax.scaling.parametric import fit as parametric
 from chinchax.scaling.runs import table as runs_lib
 from chinchax.scaling.runs.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
     from chinchax.scaling.plots import workers  # pylint: disable=g-import-not-at-top
     workers.warm()
   log = (lambda *_: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
-  replaced = _previous(args.out)
+  replaced = law_artifact.replaced(args.out)
   try:
     law, runs, written = api.fit_detailed(
         args.runs, approaches=args.approach, bootstrap=args.bootstrap, ci=args.ci,
@@ -109,17 +109,5 @@ def main(argv: list[str]) -> int:
       workers.close()
   if not args.quiet:
     print(api.summary(law, len(runs), args.out))
-    print("wrote " + ", ".join(written) + (f" (replacing the law.json {replaced})"
-                                            if replaced else ""))
+    print("wrote " + ", ".join(written) + (f" (replacing {replaced})" if replaced else ""))
   return 0
-
-
-def _previous(out: str) -> str | None:
-  """'fitted at TIME' of a law.json already at `out`, which the fit will replace."""
-  if not atomic.exists(out) or atomic.isdir(out):  # a folder: the fit refuses it
-    return None
-  try:
-    created = json.loads(atomic.read_text(out) or "{}")["provenance"]["created"]
-    return f"fitted at {created}"
-  except (ValueError, KeyError, TypeError, OSError, RecursionError):
-    return "that was there"

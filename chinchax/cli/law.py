@@ -15,6 +15,7 @@ function is `chinchax.law_from_coefficients` (scaling/law/coefficients.py).
 import argparse
 
 from chinchax import atomic
+from chinchax.scaling.law import artifact as law_artifact
 from chinchax.scaling.law import coefficients
 from chinchax.scaling.law import text as law_text
 from chinchax.scaling.runs.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
@@ -38,8 +39,9 @@ def _parser() -> argparse.ArgumentParser:
                      ("B", "data term's coefficient"), ("alpha", "parameter term's exponent"),
                      ("beta", "data term's exponent")):
     p.add_argument(f"--{name}", type=float, required=True, help=what)
-  p.add_argument("--out", required=True, help="where to write law.json (no default: an "
-                 "existing law.json is not replaced by accident)")
+  p.add_argument("--out", required=True, help="where to write law.json (no default, so that "
+                 "no law.json is replaced by accident; one named is replaced, and the output "
+                 "says so)")
   p.add_argument("--reference", default="", help="where the numbers come from")
   p.add_argument("--params-convention", default="total", choices=PARAMS_CONVENTIONS,
                  help="how the paper counts N (default: total)")
@@ -55,11 +57,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
   args = _parser().parse_args(argv)  # --help exits through the dispatcher (cli/__init__.py)
   atomic.check_backend(args.out, "--out")
+  replaced = law_artifact.replaced(args.out)
   law = coefficients.law_from_coefficients(
       args.E, args.A, args.B, args.alpha, args.beta, reference=args.reference,
       params_convention=args.params_convention, flops_convention=args.flops_convention,
       loss_unit=args.loss_unit, N=args.fitted_N, D=args.fitted_D, C=args.fitted_C,
       out=args.out)
   print(law_text.short(law))
-  print(f"wrote {args.out}: plan with it by chinchax plan --law={args.out} --flops=C")
+  print(f"wrote {args.out}" + (f" (replacing {replaced})" if replaced else "")
+        + f": plan with it by chinchax plan --law={args.out} --flops=C")
   return 0

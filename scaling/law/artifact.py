@@ -26,12 +26,25 @@ from chinchax.scaling.law.build import TABLE_BUDGETS, build_law, build_power_law
 from chinchax.scaling.law.schema import FORM, SCHEMA, validate_law  # noqa: F401
 
 __all__ = ["FORM", "SCHEMA", "ScalingLaw", "build_law", "build_power_law", "load_law",
-           "save_law", "validate_law"]
+           "replaced", "save_law", "validate_law"]
 
 
 def save_law(path: str | os.PathLike, law: Mapping[str, Any]) -> None:
   """Validate, then write atomically: a refused law never reaches the disk."""
   atomic.write_json(path, law_pack.pack(validate_law(dict(law))))
+
+
+def replaced(path: str) -> str | None:
+  """What a save to `path` would replace, said for the command's "wrote" line: "the law.json
+  made at TIME", "the file that was there", or None (nothing, or a folder, which the save
+  refuses)."""
+  if not atomic.exists(path) or atomic.isdir(path):
+    return None
+  try:
+    created = json.loads(atomic.read_text(path) or "{}")["provenance"]["created"]
+    return f"the law.json made at {created}"
+  except (ValueError, KeyError, TypeError, OSError, RecursionError):
+    return "the file that was there"
 
 
 def load_law(path: str | os.PathLike) -> dict[str, Any]:

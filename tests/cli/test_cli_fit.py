@@ -114,6 +114,30 @@ def test_approach_2_writes_its_own_law(tmp_path, capsys):
                    "loss (fit Approach 3 for losses)"]
 
 
+def test_a_law_json_written_over_another_says_which_it_replaced(tmp_path, capsys):
+  """`chinchax fit --out` and `chinchax law --out` name the file they replace: a law.json by
+  its creation time, anything else as the file that was there."""
+  out = tmp_path / "law.json"
+  coefficients = ["--E=1.69", "--A=406.4", "--B=410.7", "--alpha=0.34", "--beta=0.28"]
+  assert cli.run(["law", *coefficients, f"--out={out}"]) == 0
+  assert capsys.readouterr().out.splitlines()[-1] == (
+      f"wrote {out}: plan with it by chinchax plan --law={out} --flops=C")
+  first = json.loads(out.read_text())["provenance"]["created"]
+  assert cli.run(["law", *coefficients, f"--out={out}"]) == 0
+  assert capsys.readouterr().out.splitlines()[-1] == (
+      f"wrote {out} (replacing the law.json made at {first}): plan with it by chinchax plan "
+      f"--law={out} --flops=C")
+  second = json.loads(out.read_text())["provenance"]["created"]
+  csv = syn.write_csv(tmp_path / "runs.csv", syn.isoflop(noise=0.002))
+  assert cli.run(["fit", csv, f"--out={out}", "--approach=2", "--bootstrap=20"]) == 0
+  assert capsys.readouterr().out.splitlines()[-1] == (
+      f"wrote {out} (replacing the law.json made at {second})")
+  out.write_text("not a law")
+  assert cli.run(["fit", csv, f"--out={out}", "--approach=2", "--bootstrap=20"]) == 0
+  assert capsys.readouterr().out.splitlines()[-1] == (
+      f"wrote {out} (replacing the file that was there)")
+
+
 def test_a_csv_with_unique_tokens_fits_the_data_constrained_law(tmp_path, capsys):
   """N, D, U, loss from Muennighoff et al.'s law at R_D* = 4, R_N* = 20 on the Chinchilla law,
   on a design like the published study's: the base law is fitted first (stage 1) and law.json

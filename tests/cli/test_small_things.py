@@ -24,7 +24,7 @@ def test_fit_without_out_says_it_replaced_the_law_json(tmp_path, monkeypatch, ca
   first = capsys.readouterr().out
   assert (tmp_path / "law.json").exists() and "replacing" not in first
   assert cli.run(["fit", runs, "--bootstrap=0"]) == 0
-  assert re.search(r"wrote law\.json \(replacing the law\.json fitted at 20\d\d-",
+  assert re.search(r"wrote law\.json \(replacing the law\.json made at 20\d\d-",
                    capsys.readouterr().out)
 
 
