@@ -84,10 +84,16 @@ def wsd_line(spec: spec_lib.Spec, seconds: Callable[[Cell], float]) -> str | Non
     W, S, t = W + w, S + s, t + sum(seconds(c) for c in group) * w / s
   at_once = _at_once(spec)
   alone = f" and {len(single)} runs of their own" if single else ""
+  # A cell has a second name once it is a branch: progress lines name the run, runs.jsonl
+  # and report.md the branch.
+  name, group = series[0]
+  run = wsd.run_name(name)
   return (f"as {len(series)} WSD runs (one per size, its cells cooldown branches){alone}: "
           f"{W:,} steps, {W / S:.0%} of the cells' "
           f"{S:,}; about {table.duration(t)} of training"
-          + (f", {table.duration(t / at_once)} with {at_once} at a time" if at_once > 1 else ""))
+          + (f", {table.duration(t / at_once)} with {at_once} at a time" if at_once > 1 else "")
+          + f"\n  names: cell {group[0].name} trains as branch {run}{wsd.branch_suffix(group[0].D)}"
+          f" of run {run} (progress lines name the run; runs.jsonl and report.md the branch)")
 
 
 def _at_once(spec: spec_lib.Spec) -> int:

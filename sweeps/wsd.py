@@ -49,7 +49,17 @@ class Branch:
 
   @property
   def name_suffix(self) -> str:
-    return f"-D{self.D:.3g}".replace("+", "")
+    return branch_suffix(self.D)
+
+
+def branch_suffix(D: float) -> str:
+  """What a branch ending at D tokens adds to its run's name: `-D8.25e05`."""
+  return f"-D{D:.3g}".replace("+", "")
+
+
+def run_name(series: str) -> str:
+  """The WSD run of a series of cells: `<series>-wsd`."""
+  return f"{series}-wsd"
 
 
 def plan(branches_D, decay_fraction: float, tokens_per_step: int,
@@ -138,7 +148,7 @@ def job_config(series: str, longest: ml_collections.ConfigDict, Ds, budgets=(),
   order = sorted(range(len(Ds)), key=lambda i: Ds[i])
   cfg = longest.copy_and_resolve_references()
   with cfg.unlocked():
-    cfg.name = f"{series}-wsd"
+    cfg.name = run_name(series)
     cfg.budget = 0.0  # the stable run is no IsoFLOP point; its branches carry `wsd.budgets`
     cfg.optimizer.schedule = "wsd"
     if warmup_steps is not None:

@@ -93,4 +93,9 @@ def test_the_dry_run_prices_a_wsd_sweep_as_its_runs(tmp_path):
   assert len(by_size) == 9 and W < S
   assert line.startswith(f"as 9 WSD runs (one per size, its cells cooldown branches): "
                          f"{W:,} steps, {round(100 * W / S)}% of the cells' {S:,}; ")
-  assert line.endswith(" with 2 at a time"), line  # the smoke's cpu_devices=2, packed
+  first, names = line.split("\n")
+  assert first.endswith(" with 2 at a time"), line  # the smoke's cpu_devices=2, packed
+  # A cell's other names: the run that trains it, and its branch (as its records name it).
+  assert names == ("  names: cell C5e10-N1.01e4 trains as branch C-N1.01e4-wsd-D8.25e05 of run "
+                   "C-N1.01e4-wsd (progress lines name the run; runs.jsonl and report.md the "
+                   "branch)")
