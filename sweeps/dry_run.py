@@ -92,8 +92,9 @@ def wsd_line(spec: spec_lib.Spec, seconds: Callable[[Cell], float]) -> str | Non
           f"{W:,} steps, {W / S:.0%} of the cells' "
           f"{S:,}; about {table.duration(t)} of training"
           + (f", {table.duration(t / at_once)} with {at_once} at a time" if at_once > 1 else "")
-          + f"\n  names: cell {group[0].name} trains as branch {run}{wsd.branch_suffix(group[0].D)}"
-          f" of run {run} (progress lines name the run; runs.jsonl and report.md the branch)")
+          + f"\n  names: cell {group[0].name} trains as branch "
+          f"{run}{wsd.branch_suffix(group[0].D)} of run {run} (progress lines name the run; "
+          "runs.jsonl and report.md the branch)")
 
 
 def _at_once(spec: spec_lib.Spec) -> int:

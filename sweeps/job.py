@@ -123,7 +123,7 @@ def run_main(job: Job, *, devices=None, stop=None, quiet: bool = True, checkpoin
         stop, quiet, devices, checkpoint_lock, progress, opened))
   except Exception as e:  # pylint: disable=broad-except
     return failed(job, reason(e), write=True)
-  return None if main.get("status") == "done" else outcome(wsd.Result(main["status"], main, ()))
+  return None if main.get("status") == "done" else _outcome(main["status"], (main,))
 
 
 def run_branch(job: Job, b: wsd.Branch, *, devices=None, stop=None, quiet: bool = True,
@@ -134,7 +134,7 @@ def run_branch(job: Job, b: wsd.Branch, *, devices=None, stop=None, quiet: bool 
     return wsd.train_branch(job.config, job.workdir, b, **_run_args(
         stop, quiet, devices, checkpoint_lock, progress, opened))
   except Exception as e:  # pylint: disable=broad-except
-    branch = Job(job.config.name + b.name_suffix, job.config, wsd.branch_workdir(
+    branch = Job(wsd.branch_name(job.config, b), job.config, wsd.branch_workdir(
         job.config, job.workdir, b), job.shape, b.D, wsd.branch_budget(job.config, b) or None)
     return failed(branch, reason(e), write=True).records[0]
 

@@ -57,6 +57,11 @@ def branch_suffix(D: float) -> str:
   return f"-D{D:.3g}".replace("+", "")
 
 
+def branch_name(c: ml_collections.ConfigDict, b: Branch) -> str:
+  """Branch `b`'s run name (and folder name) in the WSD run `c`: `<run>-D<D>`."""
+  return c.name + b.name_suffix
+
+
 def run_name(series: str) -> str:
   """The WSD run of a series of cells: `<series>-wsd`."""
   return f"{series}-wsd"
@@ -103,7 +108,7 @@ def is_wsd(c: ml_collections.ConfigDict) -> bool:
 
 
 def branch_workdir(c: ml_collections.ConfigDict, workdir: str, b: Branch) -> str:
-  return os.path.join(workdir, c.name + b.name_suffix)
+  return os.path.join(workdir, branch_name(c, b))
 
 
 def series(cells, c: ml_collections.ConfigDict) -> tuple[list, list[tuple[str, list]]]:
@@ -190,7 +195,7 @@ def branch_config(c: ml_collections.ConfigDict, b: Branch, workdir: str) -> ml_c
   """Branch `b`: a 'wsd' run of T_i steps that starts from the main run's state at s_i."""
   r = c.copy_and_resolve_references()
   with r.unlocked():
-    r.name = c.name + b.name_suffix
+    r.name = branch_name(c, b)
     r.tokens = float(b.total_steps * c.batch_size * c.seq_len)
     r.optimizer.schedule = "wsd"
     r.optimizer.decay_fraction = float(c.wsd.decay_fraction)
