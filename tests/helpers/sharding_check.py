@@ -112,6 +112,18 @@ def main() -> None:
     else:
       _, shard = step_lib.state_shardings(CFG, OPT, mesh)
       state = jax.device_put(init0_host, shard)
+    if shape == (1, 2, 4):  # made on a host device outside the mesh, then put on its shards
+      host = jax.devices()[0]
+      mesh_4 = mesh_lib.make_mesh((1, 2, 2), jax.devices()[4:])
+      _, shard_4 = step_lib.state_shardings(CFG, OPT, mesh_4)
+      put = step_lib._init_fn(CFG, OPT, mesh_4, step_lib._hashable(sharding.RULES), "fsdp",
+                              host=host)(jax.random.key(0))
+      out["host_init"] = {
+          "rel": rel(jax.device_get(put), init0_host),
+          "shardings_match": all(a.sharding == s for a, s in
+                                 zip(jax.tree.leaves(put), jax.tree.leaves(shard_4))),
+          "devices": sorted({d.id for a in jax.tree.leaves(put) for d in a.devices()}),
+          "mesh_devices": sorted(d.id for d in mesh_4.devices.flat)}
     losses, mu1, params, final = run(state, step_lib.make_train_step(CFG, OPT, mesh), batches)
     out["meshes"][str(shape)] = {
         "loss_rel": max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses)),

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import jax
+import jax.numpy as jnp
 import optax
 import pytest
 
@@ -74,6 +75,23 @@ def test_fsdp_and_tensor_parallel_really_split(measured):
 def test_init_directly_on_shards_gives_the_single_device_values(measured):
   # (2, 2, 2) started from this sharded init; its trajectory matched above as well.
   assert measured["sharded_init_rel"] == 0.0
+
+
+def test_only_a_small_state_is_initialised_on_the_host():
+  cpu = jax.local_devices(backend="cpu")[0]
+  f32 = lambda n: {"w": jax.ShapeDtypeStruct((n,), jnp.float32)}
+  assert step_lib.host_for_init(f32(2**29)) == cpu  # 2 GiB exactly: the host makes it
+  assert step_lib.host_for_init(f32(2**29 + 1)) is None  # 4 bytes more: on the devices
+
+
+@pytest.mark.slow
+def test_init_on_the_host_then_put_on_the_shards_gives_the_same_state(measured):
+  # The accelerator's path for a small state (step._init_fn with a host device), run here
+  # with the host device outside a 4-device mesh: every leaf, optimizer state and step too.
+  h = measured["host_init"]
+  assert h["rel"] == 0.0
+  assert h["shardings_match"]
+  assert h["devices"] == h["mesh_devices"] == [4, 5, 6, 7]
 
 
 @pytest.mark.slow
