@@ -226,9 +226,10 @@ class Result:
 def train_wsd(c: ml_collections.ConfigDict, workdir: str, **run_args) -> Result:
   """Runs the stable run in `workdir`, then each branch in `workdir/<name>-D<D_i>`.
 
-  `run_args` go to every part's `loop.train` (stop, quiet, devices, checkpoint_lock). The
-  status is "stopped" when a stop flag interrupted any part: rerun to resume, finished parts
-  are skipped.
+  `run_args` go to every part's `loop.train` (stop, quiet, devices, checkpoint_lock). A
+  branch that fails (diverges, say) is its own record and the branches after it still train,
+  as in a sweep (`job.run`); a stop flag ends the run ("stopped": rerun to resume, finished
+  parts are skipped).
   """
   main = train_main(c, workdir, **run_args)
   if main.get("status") != "done":
@@ -236,7 +237,7 @@ def train_wsd(c: ml_collections.ConfigDict, workdir: str, **run_args) -> Result:
   done = []
   for b in branches_of(c):
     done.append(train_branch(c, workdir, b, **run_args))
-    if done[-1].get("status") != "done":
+    if done[-1].get("status") == "stopped":
       break
   return Result(status_of(done), main, tuple(done))
 

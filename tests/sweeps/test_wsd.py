@@ -38,6 +38,29 @@ def test_plan_refuses_bad_branches():
     wsd.plan([1000], 1.5, tokens_per_step=10)
 
 
+@pytest.mark.parametrize("second, trained, status", [
+    ("failed", [None, 1, 2, 3], "failed"),  # a failed branch: the later ones still train
+    ("stopped", [None, 1, 2], "stopped"),   # a stop flag: the run ends there
+])
+def test_a_failed_branch_leaves_the_later_ones_to_train(monkeypatch, tiny_config, second,
+                                                          trained, status):
+  c = tiny_config
+  tps = c.batch_size * c.seq_len
+  c.wsd.branches = (20 * tps, 40 * tps, 60 * tps)
+  calls = []
+
+  def loop_train(config, workdir, **_):
+    k = len(calls)  # 0: the stable run, then the branches in order
+    calls.append(None if k == 0 else k)
+    return {"name": config.name, "status": second if k == 2 else "done"}
+
+  monkeypatch.setattr(wsd.loop, "train", loop_train)
+  out = wsd.train_wsd(c, "/nonexistent/w", quiet=True)
+  assert calls == trained
+  assert out.status == status
+  assert [r["status"] for r in out.branches] == ["done", second, "done"][:len(trained) - 1]
+
+
 @pytest.mark.slow
 def test_two_cooldown_branches_beat_the_stable_run(tmp_path, tiny_config):
   c = tiny_config
