@@ -179,8 +179,12 @@ def main() -> None:
           f"report, exit): {wall - train_s:.1f} s")
 
   start, step_s, rate = time_model(runs + stable_runs(workdir, runs))
-  print(f"  the CPU time model fitted to these cells (sweeps/chips/cpu_time.py): {start:.1f} s "
-        f"per run's start, {step_s * 1e3:.2f} ms per step, {rate:.2g} FLOP/s (chinchilla)")
+  if step_s > 0 and rate > 0:
+    print(f"  the CPU time model fitted to these cells (sweeps/chips/cpu_time.py): {start:.1f} s "
+          f"per run's start, {step_s * 1e3:.2f} ms per step, {rate:.2g} FLOP/s (chinchilla)")
+  else:  # on a GPU the step's time hardly grows with its FLOPs: the fit's rate goes negative
+    print(f"  the CPU time model (sweeps/chips/cpu_time.py) does not fit these cells: "
+          f"{step_s * 1e3:.2f} ms per step and {rate:.2g} FLOP/s (not a CPU's times?)")
 
   with open(os.path.join(workdir, "law.json")) as f:
     law = json.load(f)
