@@ -422,7 +422,7 @@ def _dropped_in_one(lines: list[str], most: int = 3) -> list[str]:
     return lines
   C = sorted(float(l.split()[1][2:]) for l in dropped)
   k = sorted({int(l.split(" dropped: ", 1)[1].split()[0]) for l in dropped})
-  one = (f"{len(dropped)} budgets dropped (C = {C[0]:.3g} to {C[-1]:.3g}), each with "
+  one = (f"{len(dropped)} budgets dropped (C = {fmt.num(C[0])} to {fmt.num(C[-1])}), each with "
          f"{k[0] if len(k) == 1 else f'{k[0]}-{k[-1]}'} distinct sizes, need "
          f"{isoflop_budgets.MIN_SIZES}; law.json's approaches.2.dropped names each")
   first = lines.index(dropped[0])

@@ -21,6 +21,7 @@ import numpy as np
 
 from chinchax.errors import UserError
 from chinchax.scaling.hparams import local as hparams_local
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.numerics import intervals
 
 VARS = {"N,D": ("N", "D"), "D,N": ("N", "D"), "N": ("N",), "D": ("D",), "C": ("C",)}
@@ -65,7 +66,8 @@ def fit(fits, which: str, vs, *, bootstrap: int, ci: float, rng) -> dict:
   for f in fits:
     if not axis(f).ok:
       why = ", ".join(axis(f).flags) or "not located"
-      warnings.append(f"{which} optimum at N={f.N:.3g}, D={f.D:.3g} left out of the law: {why}")
+      warnings.append(f"{which} optimum at N={fmt.num(f.N)}, D={fmt.num(f.D)} left out of the "
+                      f"law: {why}")
   X = _logs(used, vs)
   y = np.log([axis(f).opt for f in used]) if used else np.zeros(0)
   theta = solve(X, y) if used else None

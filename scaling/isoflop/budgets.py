@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 
 from chinchax.scaling.isoflop import vp as isoflop_vp
+from chinchax.scaling.numerics import fmt
 from chinchax.errors import UserError
 from chinchax.scaling.runs.table import Runs
 
@@ -52,7 +53,7 @@ def screen(runs: Runs, groups: list[np.ndarray], loss: np.ndarray) -> tuple[Budg
   for idx in groups:
     sizes = np.unique(runs.N[idx])
     if len(sizes) < MIN_SIZES:
-      dropped.append(f"budget C={budget_C(runs, idx):.3g} dropped: {len(sizes)} distinct "
+      dropped.append(f"budget C={fmt.num(budget_C(runs, idx))} dropped: {len(sizes)} distinct "
                      f"sizes, need {MIN_SIZES}")
     else:
       keep.append(idx)

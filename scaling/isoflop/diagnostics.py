@@ -23,6 +23,7 @@ then it is no reference for the parabola's bias.
 import numpy as np
 
 from chinchax.scaling.isoflop import vp as isoflop_vp
+from chinchax.scaling.numerics import fmt
 
 BIAS_WARN = 0.05
 
@@ -79,9 +80,10 @@ def diagnose(bud, y_n: np.ndarray, est, method: str, vp_fits: bool = True
               "local": "; the local estimate used here reads a narrower window around each "
                        "minimum"}.get(method, "; the profile fit used here does not have it")
       warnings.append(
-          f"budget C={C:.3g}: its {row['n_sizes']} sizes [{np.exp(lo):.3g}, {np.exp(hi):.3g}] "
+          f"budget C={fmt.num(C)}: its {row['n_sizes']} sizes "
+          f"[{fmt.num(np.exp(lo))}, {fmt.num(np.exp(hi))}] "
           f"put the optimum at {row['off_centre']:.2f} of their log range and the profile is "
-          f"asymmetric (alpha={alpha:.3g}, gamma={gamma:.3g}, asymmetry "
+          f"asymmetric (alpha={fmt.num(alpha)}, gamma={fmt.num(gamma)}, asymmetry "
           f"{row['asymmetry']:+.2f}): a parabola in log N places N* "
           f"{'high' if bias > 0 else 'low'} by {abs(bias):.1%}{tail}")
   return out, tuple(warnings)

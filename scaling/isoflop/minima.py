@@ -50,6 +50,7 @@ from chinchax.errors import UserError
 from chinchax.scaling.isoflop import lack_of_fit as fit_check
 from chinchax.scaling.isoflop import local as isoflop_local
 from chinchax.scaling.isoflop import budgets
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.runs.table import Runs, budget_groups
 
 METHODS = ("auto", "local", "vp", "vp_levels", "parabola")
@@ -135,15 +136,15 @@ def _edge_line(bud: budgets.Budgets, runs: Runs, k: int, edge: int) -> str:
   sel = bud.idx_n[bud.budget_n == k]
   if edge == 0:
     j = sel[np.argmin(runs.loss[sel])]
-    return (f"budget C={bud.C_K[k]:.3g} dropped: its lowest loss is at the interior size "
-            f"N={runs.N[j]:.3g}, but the losses around it do not curve up (the local "
+    return (f"budget C={fmt.num(bud.C_K[k])} dropped: its lowest loss is at the interior size "
+            f"N={fmt.num(runs.N[j])}, but the losses around it do not curve up (the local "
             "parabola has no minimum): the data do not locate its minimum; add sizes around "
             "it or repeat its runs")
   j = sel[np.argmin(runs.N[sel])] if edge < 0 else sel[np.argmax(runs.N[sel])]
   side, add = ("smallest", "smaller") if edge < 0 else ("largest", "larger")
-  return (f"budget C={bud.C_K[k]:.3g} dropped: its lowest loss is at its {side} size "
-          f"N={runs.N[j]:.3g}, so its minimum is not inside the sampled sizes "
-          f"[{np.exp(bud.x_lo_K[k]):.3g}, {np.exp(bud.x_hi_K[k]):.3g}]; add {add} models")
+  return (f"budget C={fmt.num(bud.C_K[k])} dropped: its lowest loss is at its {side} size "
+          f"N={fmt.num(runs.N[j])}, so its minimum is not inside the sampled sizes "
+          f"[{fmt.num(np.exp(bud.x_lo_K[k]))}, {fmt.num(np.exp(bud.x_hi_K[k]))}]; add {add} models")
 
 
 def read(runs: Runs, method: str = "auto") -> Minima:
@@ -208,10 +209,10 @@ def read(runs: Runs, method: str = "auto") -> Minima:
   if used != "local":
     for k in np.flatnonzero(use_local):
       messages.append(
-          f"budget C={bud.C_K[k]:.3g}: {NAMES[used]} puts its minimum outside the sampled "
-          f"sizes [{np.exp(bud.x_lo_K[k]):.3g}, {np.exp(bud.x_hi_K[k]):.3g}] while its "
+          f"budget C={fmt.num(bud.C_K[k])}: {NAMES[used]} puts its minimum outside the sampled "
+          f"sizes [{fmt.num(np.exp(bud.x_lo_K[k]))}, {fmt.num(np.exp(bud.x_hi_K[k]))}] while its "
           f"lowest loss is at an interior size: the curve does not describe this budget; "
-          f"its local estimate N={np.exp(x[k]):.3g} is used")
+          f"its local estimate N={fmt.num(np.exp(x[k]))} is used")
   m = Minima(bud, y, loc, method, used, est, x, L, keep, use_local, record, tuple(dropped),
              tuple(dropped) + tuple(messages))
   if m.rests_on_shape:
@@ -225,7 +226,7 @@ def _rests_on_the_profile(bud: budgets.Budgets, unread_K: np.ndarray, name: str)
   minimum: those minima hold only if the fit's profile shape does (see "Why local" above),
   which no check on these runs can confirm. What the interval of a is then made of is the
   bootstrap's to say (`isoflop_bootstrap.interval_note`)."""
-  Cs = ", ".join(f"{c:.3g}" for c in bud.C_K[unread_K])
+  Cs = ", ".join(f"{fmt.num(c)}" for c in bud.C_K[unread_K])
   which, them, come = ((f"budget C={Cs}", "its minimum", "that minimum comes")
                        if unread_K.sum() == 1 else
                        (f"budgets C={Cs}", "their minima", "those minima come"))

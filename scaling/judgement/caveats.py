@@ -295,7 +295,7 @@ def causes(entries: Mapping[str, Mapping]) -> list[str]:
     diag = entry.get("diagnostics") or []
     biased = [d for d in diag if abs(d.get("parabola_bias") or 0.0) > BIAS]
     if entry.get("method") == "parabola" and biased:
-      where = ", ".join(f"C={d['C']:.3g} ({d['parabola_bias']:+.1%})" for d in biased)
+      where = ", ".join(f"C={fmt.num(d['C'])} ({d['parabola_bias']:+.1%})" for d in biased)
       out.append(f"Approach {name} used the parabola, which this grid biases ({where}); "
                  "its method 'vp' does not")
   ab = _exponents(entries)
@@ -307,7 +307,7 @@ def causes(entries: Mapping[str, Mapping]) -> list[str]:
     for d in entry.get("diagnostics") or []:
       f = d.get("off_centre")
       if f is not None and not EDGE <= f <= 1 - EDGE:
-        edges.append(f"C={d['C']:.3g} at {f:.2f}")
+        edges.append(f"C={fmt.num(d['C'])} at {f:.2f}")
   if edges:
     out.append("off-centre grids (the optimum's place in each budget's log-size range: "
                + ", ".join(edges) + "); centre the sizes on the optimum")

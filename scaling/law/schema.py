@@ -30,6 +30,7 @@ import numpy as np
 
 from chinchax.scaling.judgement import backtest_doc
 from chinchax.scaling.runs import conventions
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.numerics import optimum as opt
 from chinchax.scaling.numerics import power
 from chinchax.errors import UserError
@@ -137,7 +138,7 @@ def _optimal(best: Any, form: str, values: np.ndarray):
       N, D = power.optimum(float(row["C"]), P)
       expected = float(D / N)
     _consistent(row["tokens_per_param"], expected, f"{where}.tokens_per_param",
-                f"D*/N* at C = {row['C']:.3g}")
+                f"D*/N* at C = {fmt.num(row['C'])}")
 
 
 def _approaches(approaches: Any):

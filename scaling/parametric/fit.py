@@ -40,6 +40,7 @@ import numpy as np
 from chinchax.errors import UserError
 from chinchax.scaling.parametric import huber
 from chinchax.scaling.parametric import multistart
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.numerics import optimum
 from chinchax.scaling.parametric import vp
 from chinchax.scaling.parametric.huber import DEFAULT_DELTA
@@ -153,11 +154,11 @@ def _warnings(th: np.ndarray, N: np.ndarray, D: np.ndarray, loss: np.ndarray, n_
                  "the sweep does not vary it enough")
   for name, v in (("alpha", alpha), ("beta", beta)):
     if v < EXPONENT_MIN:
-      out.append(f"{name}={v:.3g} sits at the 0 boundary: the data do not constrain that term")
+      out.append(f"{name}={fmt.num(v)} sits at the 0 boundary: the data do not constrain that term")
     elif v > EXPONENT_MAX:
-      out.append(f"{name}={v:.3g} is implausibly large: the data do not constrain that term")
+      out.append(f"{name}={fmt.num(v)} is implausibly large: the data do not constrain that term")
   if e < E_LOG_MIN:
-    out.append(f"E={np.exp(e):.3g} ran off to 0: the irreducible loss is not identified")
+    out.append(f"E={fmt.num(np.exp(e))} ran off to 0: the irreducible loss is not identified")
   elif np.exp(e) >= loss.min():
     out.append(f"E={np.exp(e):.4g} is not below the smallest observed loss {loss.min():.4g}")
   for name, v in (("A", a), ("B", b)):

@@ -37,6 +37,7 @@ import dataclasses
 import numpy as np
 # scipy is imported in the functions that use it: a fit needs none of it (0.5 s of import).
 
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.parametric import fit as fit_lib
 
 ONE_RTOL = 0.05  # the models' D_end / N within 5% of one another: said as one multiple
@@ -64,8 +65,8 @@ class Places:
     20-80 tokens per parameter"."""
     lo, hi = self.multiples
     if hi <= lo * (1 + ONE_RTOL):
-      return f"every model to {np.sqrt(lo * hi):.3g} tokens per parameter"
-    return f"the models to {lo:.3g}-{hi:.3g} tokens per parameter"
+      return f"every model to {fmt.num(np.sqrt(lo * hi))} tokens per parameter"
+    return f"the models to {fmt.num(lo)}-{fmt.num(hi)} tokens per parameter"
 
 
 def places(N: np.ndarray, D: np.ndarray, sizes_n: np.ndarray) -> Places | str:
@@ -79,9 +80,9 @@ def places(N: np.ndarray, D: np.ndarray, sizes_n: np.ndarray) -> Places | str:
   N_k = np.exp(np.bincount(sizes_n, np.log(N)) / np.bincount(sizes_n))
   multiple_k = D_end_k / N_k
   if D_end_k.max() <= D_end_k.min() * (1 + ONE_RTOL):
-    return (f"{ONE_D} ({D_end_k.min():.3g}-{D_end_k.max():.3g} tokens), so a checkpoint's "
-            "place in its run is a function of D alone and g cannot be told from the law's D "
-            "term")
+    return (f"{ONE_D} ({fmt.num(D_end_k.min())}-{fmt.num(D_end_k.max())} tokens), so a "
+            "checkpoint's place in its run is a function of D alone and g cannot be told from "
+            "the law's D term")
   f_n = D / D_end_k[sizes_n]
   lf = np.log(f_n[f_n < 1 / (1 + SAME)])
   v = np.sort(lf)

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from chinchax.errors import UserError
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.numerics import optimum as opt
 
 _LOGIT_BRACKET = 30.0  # s from 1e-13 to 1 - 1e-13
@@ -64,8 +65,9 @@ def optimum(C: float, T: float, theta) -> dict[str, object]:
   z, at_edge = opt.argmin_1d(log_total, lo, hi)
   log_N, log_D = log_on_curve(z)
   if max(log_N, log_D) > 700.0:  # exp would overflow: no finite model holds that loss
-    raise UserError(f"the inference-aware model for this law (alpha={alpha:.3g}, "
-                    f"beta={beta:.3g}) at C={C:.3g} lies beyond 1e300 parameters or tokens; "
+    raise UserError(f"the inference-aware model for this law (alpha={fmt.num(alpha)}, "
+                    f"beta={fmt.num(beta)}) at C={fmt.num(C)} lies beyond 1e300 parameters or "
+                    "tokens; "
                     "check the law's exponents")
   chinchilla = _costs(N0, D0, T)
   aware = _costs(math.exp(log_N), math.exp(log_D), T)

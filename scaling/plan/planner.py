@@ -95,7 +95,8 @@ def compute_optimal(law: ScalingLaw, C: float, level: float | None = None) -> di
   with np.errstate(all="ignore"):
     N, D = law.optimum(C)
   if not all(math.isfinite(x) and 0 < x < math.inf for x in (N, D)):
-    raise UserError(f"the law puts the optimum at C = {fmt.num(C)} at N = {N:.3g}, D = {D:.3g}, "
+    raise UserError(f"the law puts the optimum at C = {fmt.num(C)} at N = {fmt.num(N)}, "
+                    f"D = {fmt.num(D)}, "
                     "not a model anyone can train: its k_N or k_D is out of range (a damaged "
                     "law.json?); refit with `chinchax fit`")
   out = {"N": N, "D": D, "tokens_per_param": D / N,

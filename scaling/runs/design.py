@@ -135,7 +135,7 @@ def read(runs: Runs) -> Design:
     kind, text = "one_N", (f"one N ({fmt.num(float(np.median(N)))} parameters) for all {n} "
                            f"runs at {tokens} D: the loss against D at that size")
   elif n and ratios == 1:
-    kind, text = "one_ray", (f"one D/N ({float(np.median(D / N)):.3g} tokens per parameter) "
+    kind, text = "one_ray", (f"one D/N ({fmt.num(float(np.median(D / N)))} tokens per parameter) "
                              f"for all {n} runs: the loss along that ray")
   elif len(groups) >= MIN_GROUPS and in_groups >= 0.5 * n and not dense:
     kind, text = "isoflop", (f"IsoFLOP groups: {len(groups)} budgets of {MIN_SIZES}+ sizes "

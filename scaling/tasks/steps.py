@@ -20,6 +20,7 @@ import numpy as np
 
 from chinchax.errors import UserError
 
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.numerics import intervals
 from chinchax.scaling.parametric import fit as parametric
 from chinchax.scaling.tasks import link
@@ -57,7 +58,8 @@ def check_design(data: TaskData, last: int = 1):
   logs = np.column_stack([np.ones_like(N), np.log(N), np.log(D)])
   if np.linalg.matrix_rank(logs, tol=1e-6) < 3:
     raise UserError(f"task {data.task!r}: its runs' final evaluations do not vary N and D "
-                    f"apart (N {N.min():.3g}..{N.max():.3g}, D {D.min():.3g}..{D.max():.3g}); "
+                    f"apart (N {fmt.num(N.min())}..{fmt.num(N.max())}, "
+                    f"D {fmt.num(D.min())}..{fmt.num(D.max())}); "
                     "step 1 needs runs of different sizes at different token counts")
   return N, D, L
 

@@ -315,7 +315,7 @@ def test_a_suite_whose_models_all_ran_to_one_d_says_its_a_cannot_be_checked():
   assert any(w.startswith("a rests on reading each checkpoint as a run trained to its D, "
                           "which these runs cannot check: every model ran to one D")
              for w in law.warnings)
-  assert any("schedule is not fitted" in n and "every model ran to one D (3e+11-3e+11 tokens)"
+  assert any("schedule is not fitted" in n and "every model ran to one D (3e11-3e11 tokens)"
              in n for n in law.doc["notes"])
   assert law.recommended["approach"] == "3"
   ends = {"N": N, "D": D * np.repeat(np.geomspace(1, 4, 8), 15), "loss": None}

@@ -79,7 +79,7 @@ def test_warnings_of_the_approaches_reach_the_law():
   small = syn.isoflop(budgets=(3e20,), sizes=2)  # a budget of 2 sizes is dropped
   runs = {k: np.concatenate([runs[k], small[k]]) for k in runs}
   law = chinchax.fit(runs, approaches="2", bootstrap=50)
-  dropped = "budget C=3e+20 dropped: 2 distinct sizes, need 3"
+  dropped = "budget C=3e20 dropped: 2 distinct sizes, need 3"
   assert dropped in law.approaches["2"]["warnings"]
   assert f"Approach 2: {dropped}" in law.warnings
 

@@ -139,10 +139,10 @@ def test_D_opt_uses_the_runs_own_flops_per_token():
 def test_budget_with_minimum_outside_its_sizes_is_dropped():
   offsets = OFFSETS.copy()
   offsets[1] = 3.0  # every size at 1e18 is ≥ N*·e³/8: the minimum lies below them
-  with pytest.warns(UserWarning, match=r"budget C=1e\+18 dropped: .*not inside the sampled "
+  with pytest.warns(UserWarning, match=r"budget C=1e18 dropped: .*not inside the sampled "
                     r"sizes.*add smaller models"):
     fit = fit_isoflop(isoflop_runs(offsets=offsets))
-  assert len(fit.dropped) == 1 and "1e+18" in fit.dropped[0]
+  assert len(fit.dropped) == 1 and "1e18" in fit.dropped[0]
   np.testing.assert_allclose(fit.budgets, np.delete(BUDGETS, 1), rtol=1e-12)
   assert abs(fit.a - A_TRUE) < 0.01
 
@@ -152,7 +152,7 @@ def test_concave_budget_is_dropped():
   loss = runs.loss.copy()
   loss[:9] = 5.0 - 0.1 * (np.log(runs.N[:9]) - np.log(runs.N[4]))**2  # opens downward
   # Its lowest loss is at an end (the two ends tie but for rounding): the advice is that side's.
-  with pytest.warns(UserWarning, match=r"budget C=1e\+17 dropped: its lowest loss is at its "
+  with pytest.warns(UserWarning, match=r"budget C=1e17 dropped: its lowest loss is at its "
                     r"(smallest size.*add smaller|largest size.*add larger) models"):
     fit = fit_isoflop(make_runs(runs.N, runs.D, loss, budget=runs.budget))
   assert len(fit.budgets) == 4
@@ -162,7 +162,7 @@ def test_too_few_sizes_is_dropped():
   runs = isoflop_runs(offsets=OFFSETS)
   keep = np.ones(len(runs), bool)
   keep[2:9] = False  # two sizes left at 1e17
-  with pytest.warns(UserWarning, match=r"budget C=1e\+17 dropped: 2 distinct sizes, need 3"):
+  with pytest.warns(UserWarning, match=r"budget C=1e17 dropped: 2 distinct sizes, need 3"):
     fit = fit_isoflop(runs.subset(keep))
   assert len(fit.budgets) == 4
 
@@ -171,7 +171,7 @@ def test_a_single_budget_is_refused():
   with pytest.raises(UserError, match=r"Approach 2 needs at least two budgets.*1 of 1"):
     fit_isoflop(isoflop_runs(budgets=BUDGETS[:1]))
   offsets = np.array([0.0, 3.0])
-  with pytest.raises(UserError, match=r"1 of 2 usable; budget C=1e\+18 dropped"):
+  with pytest.raises(UserError, match=r"1 of 2 usable; budget C=1e18 dropped"):
     fit_isoflop(isoflop_runs(budgets=BUDGETS[:2], offsets=offsets))
 
 

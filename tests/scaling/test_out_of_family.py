@@ -210,7 +210,7 @@ def test_a_budget_whose_lowest_loss_is_inside_is_never_dropped(monkeypatch):
   monkeypatch.setattr(isoflop_budgets, "estimate", low_first)
   fit, caught = _quiet(isoflop.fit_isoflop, runs, "vp")
   assert len(fit.budgets) == len(synthetic.BUDGETS) and not fit.dropped
-  assert any("budget C=1e+18: the joint profile fit (vp) puts its minimum outside" in w
+  assert any("budget C=1e18: the joint profile fit (vp) puts its minimum outside" in w
              and "its local estimate" in w for w in caught)
   assert not any("add smaller models" in w for w in caught)
   assert np.log(fit.N_opt[0]) > np.log(runs.N[runs.budget == 1e18].min())

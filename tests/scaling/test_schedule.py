@@ -56,7 +56,7 @@ def test_places_are_each_models_own_and_need_six_models():
   # Every model to one D (within 5%): g would be a term of D alone.
   D = np.tile([3e10, 1e11, 3e11], 6) * np.repeat([1.0, 1.0, 1.03, 1.0, 1.0, 0.99], 3)
   assert schedule.places(N, D, design.sizes_of(N)).startswith(
-      "every model ran to one D (2.97e+11-3.09e+11 tokens)")
+      "every model ran to one D (2.97e11-3.09e11 tokens)")
 
 
 def test_g_is_linear_in_log_f_between_knots_and_zero_at_the_end():
