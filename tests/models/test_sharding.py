@@ -80,8 +80,8 @@ def test_init_directly_on_shards_gives_the_single_device_values(measured):
 def test_only_a_small_state_is_initialised_on_the_host():
   cpu = jax.local_devices(backend="cpu")[0]
   f32 = lambda n: {"w": jax.ShapeDtypeStruct((n,), jnp.float32)}
-  assert step_lib.host_for_init(f32(2**29)) == cpu  # 2 GiB exactly: the host makes it
-  assert step_lib.host_for_init(f32(2**29 + 1)) is None  # 4 bytes more: on the devices
+  assert step_lib.host_for_init(f32(2**28)) == cpu  # 1 GiB exactly: the host makes it
+  assert step_lib.host_for_init(f32(2**28 + 1)) is None  # 4 bytes more: on the devices
 
 
 @pytest.mark.slow
