@@ -342,7 +342,7 @@ def _one_D_suite(runs: Runs) -> list[str]:
 def _refuse_a_law_that_rises(entry: dict) -> None:
   """Approach 3 is the only approach left and its law is no loss law (a term that rises
   with its variable): one line, not a law.json that fails its own schema."""
-  bad = [f"{k} = {entry[k]:.3g}" for k in ("alpha", "beta", "A", "B")
+  bad = [f"{k} = {fmt.num(entry[k])}" for k in ("alpha", "beta", "A", "B")
          if not (np.isfinite(entry[k]) and entry[k] > 0)]
   if bad:
     rises = [v for k, v in (("alpha", "N"), ("beta", "D")) if not entry[k] > 0]

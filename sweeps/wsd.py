@@ -227,9 +227,10 @@ def train_wsd(c: ml_collections.ConfigDict, workdir: str, **run_args) -> Result:
   """Runs the stable run in `workdir`, then each branch in `workdir/<name>-D<D_i>`.
 
   `run_args` go to every part's `loop.train` (stop, quiet, devices, checkpoint_lock). A
-  branch that fails (diverges, say) is its own record and the branches after it still train,
-  as in a sweep (`job.run`); a stop flag ends the run ("stopped": rerun to resume, finished
-  parts are skipped).
+  branch whose run ends failed (it diverged, say) is its own record and the branches after it
+  still train, as in a sweep (`job.run`); a stop flag ends the run ("stopped": rerun to
+  resume, finished parts are skipped); an exception ends the command, where `job.run` makes
+  it the branch's failed record.
   """
   main = train_main(c, workdir, **run_args)
   if main.get("status") != "done":

@@ -129,7 +129,7 @@ def predict(law: dict, values: dict, ci: float | None = None) -> tuple[float, li
   log_value = float(logs @ theta)
   if not abs(log_value) < 700:
     raise UserError(f"the law {law['form']} gives e^{log_value:.4g} at "
-                    + ", ".join(f"{v}={values[v]:.3g}" for v in vs) + ", beyond a float")
+                    + ", ".join(f"{v}={fmt.num(values[v])}" for v in vs) + ", beyond a float")
   value = math.exp(log_value)
   draws = np.asarray(law.get("draws") or [], float)
   if not len(draws):

@@ -84,7 +84,7 @@ def sanity(N: float, D: float) -> list[str]:
                f"[{fmt.num(lo)}, {fmt.num(hi)}]; check the budget and its units (FLOPs)")
   lo, hi = SENSIBLE_TOKENS_PER_PARAM
   if not lo <= D / N <= hi:
-    out.append(f"D/N = {D / N:.3g} tokens per parameter is outside the sensible "
+    out.append(f"D/N = {fmt.num(D / N)} tokens per parameter is outside the sensible "
                f"[{lo:g}, {hi:g}] of trained models (Chinchilla's compute-optimal models "
                "train ~20); check N, D and C, and the law's exponents")
   return out

@@ -93,8 +93,8 @@ def _warnings(step1, step2, draws, dropped, bootstrap, level) -> tuple[str, ...]
   if ci is not None:
     lo, hi = ci[0][0], ci[1][0]
     if not any("E=" in w for w in step1.warnings) and (lo <= 0 or hi / lo > E_SPAN):
-      out.append(f"step 1: E is not identified (its {level:.0%} interval [{lo:.3g}, "
-                 f"{hi:.3g}]): the task loss's floor is not pinned down by these runs, and "
+      out.append(f"step 1: E is not identified (its {level:.0%} interval [{fmt.num(lo)}, "
+                 f"{fmt.num(hi)}]): the task loss's floor is not pinned down by these runs, and "
                  "losses far past them rest on the form alone")
   if not step2.midpoint_passed:
     out.append(f"step 2: the ceiling is not identified: the evaluations never pass the "

@@ -116,9 +116,11 @@ def main() -> None:
       host = jax.devices()[0]
       mesh_4 = mesh_lib.make_mesh((1, 2, 2), jax.devices()[4:])
       _, shard_4 = step_lib.state_shardings(CFG, OPT, mesh_4)
-      put = step_lib._init_fn(CFG, OPT, mesh_4, step_lib._hashable(sharding.RULES), "fsdp",
-                              host=host)(jax.random.key(0))
+      init = step_lib._init_fn(CFG, OPT, mesh_4, step_lib._hashable(sharding.RULES), "fsdp",
+                               host=host)
+      put = init(jax.random.key(0))
       out["host_init"] = {
+          "jitted_onto_the_mesh": hasattr(init, "lower"),  # the other path: one jit
           "rel": rel(jax.device_get(put), init0_host),
           "shardings_match": all(a.sharding == s for a, s in
                                  zip(jax.tree.leaves(put), jax.tree.leaves(shard_4))),

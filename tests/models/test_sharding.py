@@ -84,11 +84,20 @@ def test_only_a_small_state_is_initialised_on_the_host():
   assert step_lib.host_for_init(f32(2**28 + 1)) is None  # 4 bytes more: on the devices
 
 
+def test_several_processes_initialise_on_the_devices(monkeypatch):
+  # Each process would need the whole state on its host: the devices make their shards.
+  f32 = {"w": jax.ShapeDtypeStruct((8,), jnp.float32)}
+  assert step_lib.host_for_init(f32) is not None
+  monkeypatch.setattr(jax, "process_count", lambda: 2)
+  assert step_lib.host_for_init(f32) is None
+
+
 @pytest.mark.slow
 def test_init_on_the_host_then_put_on_the_shards_gives_the_same_state(measured):
   # The accelerator's path for a small state (step._init_fn with a host device), run here
   # with the host device outside a 4-device mesh: every leaf, optimizer state and step too.
   h = measured["host_init"]
+  assert not h["jitted_onto_the_mesh"]
   assert h["rel"] == 0.0
   assert h["shardings_match"]
   assert h["devices"] == h["mesh_devices"] == [4, 5, 6, 7]
