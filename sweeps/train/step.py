@@ -44,12 +44,12 @@ State = dict[str, Any]
 
 INIT_COMPILER_OPTIONS = {"xla_backend_optimization_level": 0}  # see `_init_fn`
 # A state up to this size is initialised by the host's CPU on an accelerator (`_init_fn`). On
-# one H200 (cold cache, 16 CPU cores; recipe shapes, f32 parameters and AdamW) the first call
-# of the init took, on the GPU against on the CPU and then put on the GPU: 2.1M parameters
-# 5.5 s against 1.2 s, 5.9M 5.0 against 2.0, 20M 10.3 against 2.4, 50M 18.6 against 5.0,
-# 151M (a 1.8 GB state; in another process, after a 50M init) 3.4 against 4.0. The smoke
-# sweep's 9 inits compiled in 34.8 s on the GPU, as long as its 9 train chunks, and in 8.0 s
-# on the CPU (the sweep: 142 s -> 129 s).
+# one H200 (bench/init_bench.py: cold cache, 16 CPU cores; recipe shapes, f32 parameters and
+# AdamW) the first call of the init took, on the GPU against on the CPU and then put on the
+# GPU: 2.1M parameters 5.5 s against 1.2 s, 5.9M 5.0 against 2.0, 20M 10.3 against 2.4, 50M
+# 18.6 against 5.0, 151M (a 1.8 GB state; in another process, after a 50M init) 3.4 against
+# 4.0. The smoke sweep's 9 inits compiled in 34.8 s on the GPU, as long as its 9 train
+# chunks, and in 8.0 s on the CPU (the sweep: 142 s -> 129 s).
 HOST_INIT_MAX_BYTES = 1 << 30
 # Above this many elements the host's init is compiled with optimisation: unoptimised, its
 # kernels run about 5x slower (50M: 2.9 s against 0.5 s on a 2-core CPU), more than the
