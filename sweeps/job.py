@@ -100,12 +100,7 @@ def run(job: Job, *, devices=None, stop=None, quiet: bool = True, checkpoint_loc
     main = run_main(job, **kw)
     if main is not None:
       return main
-    done = []
-    for b in wsd.branches_of(job.config):
-      done.append(run_branch(job, b, **kw))
-      if done[-1].get("status") == "stopped":
-        break
-    return branches_outcome(done)
+    return branches_outcome(wsd.train_branches(job.config, lambda b: run_branch(job, b, **kw)))
   try:
     return train(job.config, job.workdir, **kw)
   except Exception as e:  # pylint: disable=broad-except

@@ -47,10 +47,6 @@ class Branch:
   start: int        # s_i: the main run's step the branch starts from
   decay_steps: int  # decay_i
 
-  @property
-  def name_suffix(self) -> str:
-    return branch_suffix(self.D)
-
 
 def branch_suffix(D: float) -> str:
   """What a branch ending at D tokens adds to its run's name: `-D8.25e05`."""
@@ -59,7 +55,7 @@ def branch_suffix(D: float) -> str:
 
 def branch_name(c: ml_collections.ConfigDict, b: Branch) -> str:
   """Branch `b`'s run name (and folder name) in the WSD run `c`: `<run>-D<D>`."""
-  return c.name + b.name_suffix
+  return c.name + branch_suffix(b.D)
 
 
 def run_name(series: str) -> str:
@@ -235,12 +231,19 @@ def train_wsd(c: ml_collections.ConfigDict, workdir: str, **run_args) -> Result:
   main = train_main(c, workdir, **run_args)
   if main.get("status") != "done":
     return Result(main.get("status"), main, ())
+  done = train_branches(c, lambda b: train_branch(c, workdir, b, **run_args))
+  return Result(status_of(done), main, tuple(done))
+
+
+def train_branches(c: ml_collections.ConfigDict, train_one) -> list[dict]:
+  """`train_one(b)` for each branch in D order, their records: a failed branch does not end
+  the run, a stopped one does (the one rule of `train_wsd` and of a sweep's `job.run`)."""
   done = []
   for b in branches_of(c):
-    done.append(train_branch(c, workdir, b, **run_args))
+    done.append(train_one(b))
     if done[-1].get("status") == "stopped":
       break
-  return Result(status_of(done), main, tuple(done))
+  return done
 
 
 def train_main(c: ml_collections.ConfigDict, workdir: str, **run_args) -> dict:

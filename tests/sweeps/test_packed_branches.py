@@ -57,7 +57,7 @@ class FakeRuns:
 
 
 def _branch(job: Job, steps: int) -> str:
-  """The name of `job`'s branch at `steps` steps (wsd.Branch.name_suffix)."""
+  """The name of `job`'s branch at `steps` steps (wsd.branch_name)."""
   D = steps * job.config.batch_size * job.config.seq_len
   return job.name + f"-D{D:.3g}".replace("+", "")
 
