@@ -26,9 +26,9 @@ interval of a holds the truth.
   python -m bench.fit_bench --command [--repeats 3]
 
 --command: the whole `chinchax fit --approach=3 --bootstrap=4000` of the sweep written as a
-CSV (process start to exit, the median of --repeats before and after the loop; with --plots,
---repeats back-to-back pairs: the figures drawn in the command's process, then by its workers)
-beside the scipy loop in the same run, and their ratio.
+CSV (process start to exit) beside the scipy loop, alternating: --repeats rounds of the command,
+the loop, the command, each round's ratio, and their median; then --repeats back-to-back pairs
+with --plots (the figures drawn in the command's process, then by its workers).
 """
 
 import argparse
@@ -139,7 +139,7 @@ def approach3(args) -> None:
 
 def command(args) -> None:
   """The whole `chinchax fit --approach=3 --bootstrap=R` of the sweep as a CSV (process start
-  to exit; the median of --repeats, and pairs with --plots), beside the scipy loop, one run."""
+  to exit) and the scipy loop, alternating in --repeats rounds, then pairs with --plots."""
   N, D, L = synthetic_sweep(args.points, args.budgets, args.noise, args.seed)
   with tempfile.TemporaryDirectory() as tmp:
     csv = os.path.join(tmp, "runs.csv")
@@ -160,7 +160,18 @@ def command(args) -> None:
       return time.perf_counter() - t
 
     timed()
-    times = [timed() for _ in range(args.repeats)]
+    # The scipy loop runs on one core and the command on all of them, and this host's speed
+    # drifts by half within minutes (one scipy loop took 11.4 s, and 20.0 s a few minutes
+    # before): so the two alternate, --repeats rounds of the command, the loop, the command,
+    # and each round's ratio is the loop over the median of its two commands.
+    starts = parametric.paper_grid()
+    rounds = []
+    for _ in range(args.repeats):
+      before = timed()
+      t = time.perf_counter()
+      scipy_loop(N, D, L, starts, 1e-3)  # the Huber delta of `chinchax fit`
+      t_scipy = time.perf_counter() - t
+      rounds.append((before, t_scipy, timed()))
     plots = [f"--plots={os.path.join(tmp, 'plots')}"]
     # Back to back: the figures drawn in the command's process (CHINCHAX_PLOT_WORKERS=0, as
     # before scaling/plots/workers.py), then by the workers, started during the fit.
@@ -171,13 +182,10 @@ def command(args) -> None:
       pairs.append((timed(plots, {"CHINCHAX_PLOT_WORKERS": "0"}), None))
       chosen.append(plot_workers.processes())
       pairs[-1] = (pairs[-1][0], timed(plots))
-    t_plots = float(np.median([w for _, w in pairs]))
-    starts = parametric.paper_grid()
-    t = time.perf_counter()
-    scipy_loop(N, D, L, starts, 1e-3)  # the Huber delta of `chinchax fit`
-    t_scipy = time.perf_counter() - t
-    times += [timed() for _ in range(args.repeats)]  # the load may change over the loop
-  t_cmd = float(np.median(times))
+  t_plots = float(np.median([w for _, w in pairs]))
+  times = [t for before, _, after in rounds for t in (before, after)]
+  t_cmd, t_scipy = float(np.median(times)), float(np.median([s for _, s, _ in rounds]))
+  ratios = [s / np.median([b, a]) for b, s, a in rounds]
   print(f"data: {len(N)} points at {args.budgets} budgets, noise {args.noise}; load average "
         f"{os.getloadavg()[0]:.2f}")
   print(f"chinchax fit --approach=3 --bootstrap={args.resamples}, whole process: median "
@@ -186,9 +194,14 @@ def command(args) -> None:
         f"process / as the command chose (workers): "
         + ", ".join(f"{a:.2f} / {b:.2f} ({n})" for (a, b), n in zip(pairs, chosen))
         + f" (medians {np.median([a for a, _ in pairs]):.2f} / {t_plots:.2f})")
-  print(f"scipy L-BFGS-B loop ({len(starts)} starts): {t_scipy:.2f} s")
-  print(f"speed-up: {t_scipy:.1f} / {t_cmd:.2f} = {t_scipy / t_cmd:.1f}x "
-        f"(with plots {t_scipy / t_plots:.1f}x)")
+  print(f"scipy L-BFGS-B loop ({len(starts)} starts), one per round: median {t_scipy:.2f} s "
+        f"({', '.join(f'{s:.2f}' for _, s, _ in rounds)})")
+  print("rounds (command, scipy loop, command): "
+        + "; ".join(f"{b:.2f}, {s:.2f}, {a:.2f} -> {r:.1f}x"
+                    for (b, s, a), r in zip(rounds, ratios)))
+  print(f"speed-up: median of the rounds' ratios {np.median(ratios):.1f}x "
+        f"(medians {t_scipy:.1f} / {t_cmd:.2f} = {t_scipy / t_cmd:.1f}x; "
+        f"with plots {t_scipy / t_plots:.1f}x)")
 
 
 def _law(alpha, beta, E=1.8, N1=1e9, C1=1e20, share=0.3) -> dict:
