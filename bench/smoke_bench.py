@@ -44,6 +44,8 @@ import time
 
 import numpy as np
 
+from chinchax.scaling.numerics import fmt
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PHASES = ("init", "compile", "data", "step", "eval", "checkpoint", "other")
 
@@ -181,10 +183,10 @@ def main() -> None:
   start, step_s, rate = time_model(runs + stable_runs(workdir, runs))
   if step_s > 0 and rate > 0:
     print(f"  the CPU time model fitted to these cells (sweeps/chips/cpu_time.py): {start:.1f} s "
-          f"per run's start, {step_s * 1e3:.2f} ms per step, {rate:.2g} FLOP/s (chinchilla)")
+          f"per run's start, {step_s * 1e3:.2f} ms per step, {fmt.num(rate, 2)} FLOP/s (chinchilla)")
   else:  # on a GPU the step's time hardly grows with its FLOPs: the fit's rate goes negative
     print(f"  the CPU time model (sweeps/chips/cpu_time.py) does not fit these cells: "
-          f"{step_s * 1e3:.2f} ms per step and {rate:.2g} FLOP/s (not a CPU's times?)")
+          f"{step_s * 1e3:.2f} ms per step and {fmt.num(rate, 2)} FLOP/s (not a CPU's times?)")
 
   with open(os.path.join(workdir, "law.json")) as f:
     law = json.load(f)
@@ -193,14 +195,14 @@ def main() -> None:
     for C, N in zip(fit2["points"]["C"], fit2["points"]["N"]):
       sizes = [r["N_total"] for r in runs if r.get("budget") and abs(r["budget"] / C - 1) < 0.1]
       inside = min(sizes) < N < max(sizes)
-      print(f"  C={C:.3g}: N*={N:.3g}, sizes {min(sizes):,}-{max(sizes):,} "
+      print(f"  C={fmt.num(C)}: N*={fmt.num(N)}, sizes {min(sizes):,}-{max(sizes):,} "
             f"({'inside' if inside else 'OUTSIDE'})")
   for name, entry in sorted(law["approaches"].items()):
     ci = entry.get("ci") or {}
     text = "   ".join(
         f"{k} = {entry[k]:.3f}" + (f" [{ci[k][0]:.3f}, {ci[k][1]:.3f}]" if k in ci else "")
         for k in ("a", "b") if k in entry)
-    extra = "   ".join(f"{k} = {entry[k]:.3g}" for k in ("alpha", "beta") if k in entry)
+    extra = "   ".join(f"{k} = {fmt.num(entry[k])}" for k in ("alpha", "beta") if k in entry)
     print(f"  Approach {name}: {text}   {extra}".rstrip())
   for line in checks(law, workdir):
     print("  " + line)
@@ -218,7 +220,7 @@ def checks(law: dict, workdir: str) -> list[str]:
     al, be, A, B = (head[k] for k in ("alpha", "beta", "A", "B"))
     out.append(f"{ok(0.05 <= al <= 1.5 and 0.05 <= be <= 1.5)}: alpha = {al:.3f}, "
                f"beta = {be:.3f} in [0.05, 1.5]")
-    out.append(f"{ok(A < 1e12 and B < 1e12)}: A = {A:.3g}, B = {B:.3g} below 1e12")
+    out.append(f"{ok(A < 1e12 and B < 1e12)}: A = {fmt.num(A)}, B = {fmt.num(B)} below 1e12")
   else:
     out.append("FAIL: law.json has no parametric law")
   fit2, fit3 = law["approaches"].get("2"), law["approaches"].get("3")
@@ -236,7 +238,7 @@ def checks(law: dict, workdir: str) -> list[str]:
     p = api.plan(os.path.join(workdir, "law.json"), flops=10 * C_max).to_dict()
     r = p["optimum"]["tokens_per_param"]
     out.append(f"{ok(1 <= r <= 1000)}: chinchax plan at 10x the largest budget "
-               f"({10 * C_max:.3g} FLOPs) gives {r:.3g} tokens per parameter (1 to 1000)")
+               f"({fmt.num(10 * C_max)} FLOPs) gives {fmt.num(r)} tokens per parameter (1 to 1000)")
   return out
 
 

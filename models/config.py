@@ -70,6 +70,7 @@ import jax
 import jax.numpy as jnp
 
 from chinchax.errors import UserError
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.runs import conventions
 from chinchax.scaling.runs.conventions import ParamsConvention, Shape
 
@@ -267,7 +268,7 @@ def shape_for_params(
   if abs(N / N_target - 1) > REFUSE:
     smallest = conventions.params(_smallest(vocab_size, seq_len, tied, gated), convention)
     raise UserError(
-        f"shape recipe: no decoder with vocab_size={vocab_size} has about {N_target:.3g} "
-        f"{convention} parameters (the nearest has {N:.3g}, the smallest {smallest:.3g}); "
-        "pick another N_target or count non_embedding parameters")
+        f"shape recipe: no decoder with vocab_size={vocab_size} has about {fmt.num(N_target)} "
+        f"{convention} parameters (the nearest has {fmt.num(N)}, the smallest "
+        f"{fmt.num(smallest)}); pick another N_target or count non_embedding parameters")
   return s

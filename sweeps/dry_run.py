@@ -39,6 +39,7 @@ import jax
 
 from chinchax.errors import UserError
 from chinchax.models import sharding as mesh_lib
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.runs import conventions
 from chinchax.sweeps import executors, fit_forecast, recipe as recipe_lib, spec as spec_lib, table
 from chinchax.sweeps import wsd
@@ -57,12 +58,12 @@ def time_model(e: Executor) -> tuple[Callable[[Cell], float], str]:
   if peak:
     rate = ASSUMED_MFU * peak * len(devices)
     return (lambda cell: cell.flops_6ND / rate), (
-        f"time at {ASSUMED_MFU:.0%} of the {len(devices)} x {peak:.3g} FLOP/s peak of "
+        f"time at {ASSUMED_MFU:.0%} of the {len(devices)} x {fmt.num(peak)} FLOP/s peak of "
         f"{devices[0].device_kind}")
   return (lambda cell: cpu_time.seconds(1, cell.steps, cell.flops_chinchilla)), (
       f"time on CPU: {cpu_time.CELL_S:.1f} s to start each cell, then {cpu_time.STEP_S * 1e3:.1f} "
-      f"ms a step and {cpu_time.FLOPS_PER_S:.2g} FLOP/s (chinchilla), measured for small models "
-      "on 2 cores, warm compile cache")
+      f"ms a step and {fmt.num(cpu_time.FLOPS_PER_S, 2)} FLOP/s (chinchilla), measured for small "
+      "models on 2 cores, warm compile cache")
 
 
 def wsd_line(spec: spec_lib.Spec, seconds: Callable[[Cell], float]) -> str | None:
@@ -232,7 +233,7 @@ def run(spec: spec_lib.Spec, opts: Options) -> int:
         n, peak, name = t.chips, t.chip.peak_flops, t.name
       rate = ASSUMED_MFU * peak * n
       seconds = lambda cell: cell.flops_6ND / rate
-      how = (f"time at {ASSUMED_MFU:.0%} of the {n} x {peak:.3g} "
+      how = (f"time at {ASSUMED_MFU:.0%} of the {n} x {fmt.num(peak)} "
              f"FLOP/s peak of the target {name} (6ND FLOPs)")
     rec = recipe_lib.from_config(c.recipe)
     print(table.format_table(cells, refusals, seconds=seconds, source=rec.source(),

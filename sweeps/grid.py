@@ -38,6 +38,7 @@ import ml_collections
 import numpy as np
 
 from chinchax.errors import UserError
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.runs import conventions
 from chinchax.scaling.runs.conventions import Shape
 from chinchax.sweeps import hparams, recipe as recipe_lib
@@ -169,7 +170,7 @@ def _shapes(targets: list[_Target], cfg, shape_fn: ShapeFn,
       s = shape_fn(t.N_target, vocab_size=cfg.vocab_size, seq_len=cfg.train.seq_len,
                    tied=bool(cfg.train.model.tied))
     except UserError as e:
-      out.append(dataclasses.replace(t, reason=f"no shape for N≈{t.N_target:.3g} ({e})"))
+      out.append(dataclasses.replace(t, reason=f"no shape for N≈{fmt.num(t.N_target)} ({e})"))
       continue
     why = rec.floor_violation(s.d_model, s.n_layers)
     if why:
@@ -196,8 +197,8 @@ def _named(group: list[_Target]) -> list[_Target]:
       key = (t.shape, t.ratio)
       if key in seen:
         t = dataclasses.replace(t, name=_name(t, None)[0], reason=(
-            f"duplicate shape: N≈{t.N_target:.3g} maps to {shape_tag(t.shape)}, already "
-            f"the shape of N≈{seen[key]:.3g} here; widen the span or use fewer sizes"))
+            f"duplicate shape: N≈{fmt.num(t.N_target)} maps to {shape_tag(t.shape)}, already "
+            f"the shape of N≈{fmt.num(seen[key])} here; widen the span or use fewer sizes"))
       else:
         seen[key] = t.N_target
     out.append(t)
@@ -277,6 +278,7 @@ def beyond_data(cells: list[Cell], unique_tokens: float,
   if allow_repeats:
     return list(cells), []
   kept = [c for c in cells if c.D <= unique_tokens]
-  return kept, [f"{c.name}: refused: D={c.D:.3g} tokens exceeds the data's {unique_tokens:.3g} "
-                "unique tokens; set allow_repeats=True to repeat data, or use a larger corpus"
+  return kept, [f"{c.name}: refused: D={fmt.num(c.D)} tokens exceeds the data's "
+                f"{fmt.num(unique_tokens)} unique tokens; set allow_repeats=True to repeat data, "
+                "or use a larger corpus"
                 for c in cells if c.D > unique_tokens]

@@ -29,6 +29,7 @@ from chinchax.scaling.hparams import file as hparams_file
 from chinchax.scaling.hparams import fit as hparams_fit
 from chinchax.scaling.hparams import law as hparams_law
 from chinchax.scaling.hparams import text as hparams_text
+from chinchax.scaling.numerics import fmt
 from chinchax.sweeps.configs import sweep as sweep_config
 
 
@@ -75,7 +76,7 @@ def value(rule: str, which: str, N: float, D: float) -> float:
 def outside(rule: str, which: str, N: float, D: float) -> list[str]:
   """One phrase per variable of the law whose value lies outside the law's fitted range."""
   lw, v = law(rule, which), values(N, D)
-  return [f"{k}={v[k]:.3g} outside the {which} law's fitted {lo:.3g}-{hi:.3g}"
+  return [f"{k}={fmt.num(v[k])} outside the {which} law's fitted {fmt.num(lo)}-{fmt.num(hi)}"
           for k, (lo, hi) in lw["range"].items() if not lo <= v[k] <= hi]
 
 
@@ -109,8 +110,8 @@ def expand(cells, cfg, rec) -> tuple[list, list[str]]:
     for g in batch_f:
       if cell.batch_size * g * cell.seq_len > cell.D:  # not one step (nor a batch to name)
         refusals.append(f"{cell.name}: refused: batch factor {g:g} gives a batch of "
-                        f"{cell.batch_size * g * cell.seq_len:.3g} tokens, more than the "
-                        f"cell's D={cell.D:.3g}; drop the batch factor")
+                        f"{fmt.num(cell.batch_size * g * cell.seq_len)} tokens, more than the "
+                        f"cell's D={fmt.num(cell.D)}; drop the batch factor")
         continue
       bs = max(k, k * round(cell.batch_size * g / k))
       if bs in seen:

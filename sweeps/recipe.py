@@ -33,6 +33,7 @@ import math
 import ml_collections
 
 from chinchax.errors import UserError
+from chinchax.scaling.numerics import fmt
 from chinchax.sweeps import hparams
 from chinchax.sweeps.configs import sweep as sweep_config
 
@@ -132,7 +133,7 @@ class Recipe:
       lw = hparams.law(rule, which)
       exps = ", ".join(f"{v}^{e:+.3f}" for v, e in lw["exponents"].items())
       out.append(f"{'peak LR' if which == 'lr' else 'batch'} from {hparams.path_of(rule)}:"
-                 f" {lw['form']}, c = {lw['coef']:.4g}, {exps}")
+                 f" {lw['form']}, c = {fmt.num(lw['coef'], 4)}, {exps}")
       for c in cells:
         why = hparams.outside(rule, which, c.N, c.D)
         if why:

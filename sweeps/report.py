@@ -29,6 +29,7 @@ from chinchax.errors import UserError
 from chinchax.scaling import api
 from chinchax.scaling.law import pack as law_pack
 from chinchax.scaling.law import schema as law_schema
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.plan import planner as plan_lib
 from chinchax.scaling.judgement import caveats
 from chinchax.scaling.plan import extrapolation
@@ -64,8 +65,13 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
           + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def _g(x, fmt=".3g") -> str:
-  return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
+def _g(x, spec=".3g") -> str:
+  """A number as `spec` says; significant digits (`.3g`, `.2e`) as fmt.num writes them (1.2e12)."""
+  if x is None or (isinstance(x, float) and not math.isfinite(x)):
+    return "–"
+  if spec[-1] in "ge":
+    return fmt.num(x, int(spec[1:-1]) + (spec[-1] == "e"))
+  return format(x, spec)
 
 
 def _seconds(x) -> str:
@@ -73,8 +79,8 @@ def _seconds(x) -> str:
   return _g(x, ".1f" if isinstance(x, (int, float)) and abs(x) < 10 else ".0f")
 
 
-def _ci(pair, fmt=".3f") -> str:
-  return f" [{pair[0]:{fmt}}, {pair[1]:{fmt}}]" if pair else ""
+def _ci(pair, spec=".3f") -> str:
+  return f" [{_g(pair[0], spec)}, {_g(pair[1], spec)}]" if pair else ""
 
 
 def runs_section(records: list[dict]) -> list[str]:
@@ -167,7 +173,7 @@ def law_section(law: dict) -> list[str]:
   out += _table(["approach", "a", "b"], rows)
   dc = law.get("data_constrained")
   if dc:
-    said = dc.get("statements") or {k: f"{k[:3]}* = {dc[k]:.3g}" for k in ("R_D_star",
+    said = dc.get("statements") or {k: f"{k[:3]}* = {fmt.num(dc[k])}" for k in ("R_D_star",
                                                                             "R_N_star")}
     out += ["", f"Data-constrained law (Muennighoff et al. 2023): {said['R_D_star']}, "
             f"{said['R_N_star']}; base law {dc.get('base_source', '')}."]

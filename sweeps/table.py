@@ -2,6 +2,7 @@
 
 from collections.abc import Callable, Sequence
 
+from chinchax.scaling.numerics import fmt
 from chinchax.sweeps.grid import Cell
 
 
@@ -30,10 +31,10 @@ def format_table(cells: Sequence[Cell], refusals: Sequence[str] = (),
   rows = []
   for c in cells:
     s = c.shape
-    row = [c.name, f"{c.budget:.3g}", f"{c.N:,}", f"{s.d_model} x {s.n_layers}",
-           str(s.n_heads), str(s.d_ff), f"{c.D:.3g}", f"{c.tokens_per_param:.1f}",
-           str(c.steps), f"{c.batch_size} x {c.seq_len}", f"{c.peak_lr:.2e}",
-           f"{c.flops_6ND:.3g}", f"{c.flops_chinchilla:.3g}"]
+    row = [c.name, fmt.num(c.budget), f"{c.N:,}", f"{s.d_model} x {s.n_layers}",
+           str(s.n_heads), str(s.d_ff), fmt.num(c.D), f"{c.tokens_per_param:.1f}",
+           str(c.steps), f"{c.batch_size} x {c.seq_len}", fmt.num(c.peak_lr),
+           fmt.num(c.flops_6ND), fmt.num(c.flops_chinchilla)]
     if source:
       row.insert(head.index("LR, batch from"), source)
     if seconds is not None:
@@ -45,8 +46,8 @@ def format_table(cells: Sequence[Cell], refusals: Sequence[str] = (),
   out = [line(head), line(["-" * w for w in widths])] + [line(r) for r in rows]
   total_6nd = sum(c.flops_6ND for c in cells)
   total_ch = sum(c.flops_chinchilla for c in cells)
-  summary = (f"{len(cells)} cells, {len(refusals)} refused; total {total_6nd:.3g} FLOPs (6ND), "
-             f"{total_ch:.3g} (chinchilla)")
+  summary = (f"{len(cells)} cells, {len(refusals)} refused; total {fmt.num(total_6nd)} FLOPs "
+             f"(6ND), {fmt.num(total_ch)} (chinchilla)")
   if seconds is not None:
     summary += f"; about {duration(sum(map(seconds, cells)))} of training"
   out += ["", summary]

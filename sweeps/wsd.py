@@ -35,6 +35,7 @@ import os
 import ml_collections
 
 from chinchax.errors import UserError
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.runs import records
 from chinchax.sweeps import grid
 from chinchax.sweeps.train import hooks, loop
@@ -81,8 +82,9 @@ def plan(branches_D, decay_fraction: float, tokens_per_step: int,
     decay = max(1, round(decay_fraction * T))
     start = T - decay
     if start <= warmup_steps:
-      raise UserError(f"wsd branch at D={D:.3g} would start its decay at step {start}, inside "
-                      f"the {warmup_steps}-step warmup; use a larger D or fewer warmup steps")
+      raise UserError(f"wsd branch at D={fmt.num(D)} would start its decay at step {start}, "
+                      f"inside the {warmup_steps}-step warmup; use a larger D or fewer warmup "
+                      "steps")
     out.append(Branch(D, T, start, decay))
   return out
 
@@ -277,4 +279,4 @@ def describe_lines(c) -> tuple[str, ...]:
   if not is_wsd(c):
     return ()
   return ("WSD: a constant-LR run, then a cooldown branch at each of " + ", ".join(
-      f"D={b.D:.3g} (steps {b.start}-{b.total_steps})" for b in branches_of(c)),)
+      f"D={fmt.num(b.D, 4)} (steps {b.start}-{b.total_steps})" for b in branches_of(c)),)

@@ -13,6 +13,7 @@ import numpy as np
 from chinchax.cli import flags
 from chinchax.errors import UserError
 from chinchax.models.config import shape_for_params
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.runs import conventions
 
 HEADER = ("N target", "d_model", "layers", "heads", "d_ff", "N total", "N non-emb",
@@ -66,13 +67,13 @@ def rows(N_targets, *, vocab: int, seq_len: int, tied: bool,
       s = shape_for_params(N, vocab_size=vocab, seq_len=seq_len, tied=tied,
                            convention=convention)
     except UserError:
-      out.append((f"{N:.3g}", "unreachable for this vocab") + ("",) * (len(HEADER) - 2))
+      out.append((fmt.num(N), "unreachable for this vocab") + ("",) * (len(HEADER) - 2))
       continue
     out.append((
-        f"{N:.3g}", str(s.d_model), str(s.n_layers), str(s.n_heads), str(s.d_ff),
+        fmt.num(N), str(s.d_model), str(s.n_layers), str(s.n_heads), str(s.d_ff),
         f"{conventions.params(s, 'total'):,}", f"{conventions.params(s, 'non_embedding'):,}",
-        f"{conventions.flops_per_token(s, '6ND'):.4g}",
-        f"{conventions.flops_per_token(s, 'chinchilla'):.4g}", str(s.head_dim),
+        fmt.num(conventions.flops_per_token(s, '6ND'), 4),
+        fmt.num(conventions.flops_per_token(s, 'chinchilla'), 4), str(s.head_dim),
         f"{s.d_model / s.n_layers:.1f}", f"{s.d_ff / s.d_model:.2f}"))
   return out
 

@@ -3,6 +3,7 @@
 points the law was fitted over. No jax here."""
 
 from chinchax.scaling.hparams import law as hparams_law
+from chinchax.scaling.numerics import fmt
 
 
 def at(doc: dict, N: float, D: float, ci: float | None = None) -> dict:
@@ -28,12 +29,12 @@ def text(hp: dict, seq_len: int | None = None) -> str:
     h = hp[which]
     if h is None:
       continue
-    ci = (f"  [{h['ci'][0]:.3g}, {h['ci'][1]:.3g}] ({hp['ci']:.0%})" if h["ci"] else "")
+    ci = (f"  [{fmt.num(h['ci'][0])}, {fmt.num(h['ci'][1])}] ({hp['ci']:.0%})" if h["ci"] else "")
     seqs = (f"  = {h['value'] / seq_len:.1f} sequences of {seq_len}"
             if which == "batch" and seq_len else "")
-    line = f"{name:<15} {h['value']:.3g}{ci}{seqs}   {h['form']}"
+    line = f"{name:<15} {fmt.num(h['value'])}{ci}{seqs}   {h['form']}"
     if h["beyond"]:
       line += "  (extrapolated: " + ", ".join(
-          f"{v} {x:.3g}x beyond the fitted range" for v, x in h["beyond"].items()) + ")"
+          f"{v} {fmt.num(x)}x beyond the fitted range" for v, x in h["beyond"].items()) + ")"
     lines.append(line)
   return "\n".join(lines)

@@ -15,6 +15,7 @@ from matplotlib.ticker import NullFormatter
 
 from chinchax.scaling.hparams import law as hparams_law
 from chinchax.scaling.hparams import runs as hparams_runs
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.plots import canvas
 
 
@@ -34,19 +35,19 @@ def plot_lr(points: list[hparams_runs.Point], doc: dict, stem: str) -> list[str]
       ok = sel & np.isfinite(p.loss)
       order = np.argsort(p.lr[ok])
       ax.plot(p.lr[ok][order], p.loss[ok][order], "o-" if b == B else "o:", color=color, ms=4,
-              label=f"B={b:.3g}")
+              label=f"B={fmt.num(b)}")
       bad = sel & ~np.isfinite(p.loss)
       if bad.any():
         top = np.nanmax(p.loss) if np.isfinite(p.loss).any() else 1.0
         ax.plot(p.lr[bad], np.full(bad.sum(), top), "x", color="red", label="diverged")
     if fit["lr"]["opt"]:
       ax.axvline(fit["lr"]["opt"], color="black", lw=1, ls="--",
-                 label=f"LR*={fit['lr']['opt']:.3g}")
+                 label=f"LR*={fmt.num(fit['lr']['opt'])}")
     if fit["lr"]["within_tol"]:
       ax.axvspan(*fit["lr"]["within_tol"], color="grey", alpha=0.15)
     ax.set_xscale("log")
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_title(f"N={p.N:.3g}, D={p.D:.3g}" + (
+    ax.set_title(f"N={fmt.num(p.N)}, D={fmt.num(p.D)}" + (
         f" ({', '.join(fit['lr']['flags'])})" if fit["lr"]["flags"] else ""), fontsize=9)
     ax.set_xlabel("peak LR")
     ax.set_ylabel("loss")
@@ -75,7 +76,7 @@ def plot_optimum(doc: dict, which: str, stem: str) -> list[str]:
         d["C"] = 6 * d["N"] * d["D"]
       pred = [hparams_law.predict(law, d, level) for d in vals]
       ax.plot(grid, [p[0] for p in pred], color=color, lw=1,
-              label=f"law at {'D' if v == 'N' else 'N'}={o:.3g}")
+              label=f"law at {'D' if v == 'N' else 'N'}={fmt.num(o)}")
       if pred[0][1]:
         ax.fill_between(grid, [p[1][0] for p in pred], [p[1][1] for p in pred], color=color,
                         alpha=0.15)

@@ -1,12 +1,14 @@
 """What `chinchax fit-hparams` prints: each point's optimum, then the LR and batch laws."""
 
+from chinchax.scaling.numerics import fmt
+
 
 def _g(x) -> str:
-  return "-" if x is None else f"{x:.3g}"
+  return "-" if x is None else fmt.num(x)
 
 
 def _range(pair) -> str:
-  return "-" if not pair else f"{pair[0]:.3g}-{pair[1]:.3g}"
+  return "-" if not pair else f"{fmt.num(pair[0])}-{fmt.num(pair[1])}"
 
 
 def points_table(doc: dict) -> str:
@@ -18,7 +20,8 @@ def points_table(doc: dict) -> str:
     flags = [f"lr {f}" for f in p["lr"]["flags"]] + [
         f"batch {f}" for f in p["batch"]["flags"] if f != "single"]
     loss = f"{p['loss_opt']:.4f}" if p["loss_opt"] is not None else "-"
-    lines.append(f"{p['N']:>9.3g} {p['D']:>9.3g} {p['runs']:>4} {p['diverged']:>3} {loss:>7} "
+    lines.append(f"{fmt.num(p['N']):>9} {fmt.num(p['D']):>9} {p['runs']:>4} {p['diverged']:>3} "
+                 f"{loss:>7} "
                  f"{_g(p['lr']['opt']):>9} {_range(p['lr']['within_tol']):>17} "
                  f"{_g(p['batch']['opt']):>9} {_range(p['batch']['within_tol']):>15}  "
                  f"{', '.join(flags) or 'interior'}")
@@ -27,12 +30,12 @@ def points_table(doc: dict) -> str:
 
 def law_line(law: dict, level: float) -> str:
   ci = law["ci"]
-  parts = [f"c = {law['coef']:.4g}" + (f" [{ci['coef'][0]:.3g}, {ci['coef'][1]:.3g}]"
-                                       if "coef" in ci else "")]
+  parts = [f"c = {fmt.num(law['coef'], 4)}" + (f" {fmt.interval(ci['coef'])}"
+                                                if "coef" in ci else "")]
   for v in law["vars"]:
     e = law["exponents"][v]
     parts.append(f"{v}^{e:+.3f}" + (f" [{ci[v][0]:+.3f}, {ci[v][1]:+.3f}]" if v in ci else ""))
-  span = ", ".join(f"{v} {r[0]:.3g}-{r[1]:.3g}" for v, r in law["range"].items())
+  span = ", ".join(f"{v} {fmt.num(r[0])}-{fmt.num(r[1])}" for v, r in law["range"].items())
   return (f"{law['form']}: " + ", ".join(parts) + f"  ({level:.0%} intervals, "
           f"{law['points_used']} points, fitted over {span})")
 

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from chinchax.errors import UserError
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.numerics import power
 from chinchax.scaling.plots import canvas
 from chinchax.scaling.isoflop.fit import IsoflopFit, budget_C
@@ -32,7 +33,7 @@ def plot_isoflops(runs: Runs, fit: IsoflopFit, stem: str) -> list[str]:
   for color, idx in zip(canvas.colors(len(groups)), groups):
     C = budget_C(runs, idx)
     row = np.flatnonzero(np.isclose(fit.budgets, C, rtol=1e-9))
-    label = f"C = {C:.2g}" + ("" if row.size else " (dropped)")
+    label = f"C = {fmt.num(C, 2)}" + ("" if row.size else " (dropped)")
     ax.scatter(runs.N[idx], runs.loss[idx], edgecolors=color, label=label,
                facecolors=color if row.size else "none", zorder=3)
     if row.size:
@@ -104,7 +105,7 @@ def optimal_figure(approaches: Mapping[str, Mapping],
     if fitted_C is not None:
       lo, hi = fitted_C
       ax.axvline(lo, color="0.3", ls=":", lw=1)
-      ax.axvline(hi, color="0.3", ls=":", lw=1, label=f"fitted C: [{lo:.2g}, {hi:.2g}]")
+      ax.axvline(hi, color="0.3", ls=":", lw=1, label=f"fitted C: {fmt.interval((lo, hi), 2)}")
       ax.axvspan(hi, C[-1], color="0.5", alpha=0.12, lw=0, label="extrapolation")
       if C[0] < lo:
         ax.axvspan(C[0], lo, color="0.5", alpha=0.12, lw=0)
@@ -183,7 +184,7 @@ def law_figure(*, E: float, A: float, B: float, alpha: float, beta: float,
     ax.plot(N_grid, C_iso / (6 * N_grid), color="white", ls="--", lw=1)
     at = _label_point(C_iso, N_range, D_range, G * (C_iso / 6) ** a)
     if at is not None:
-      ax.text(*at, f"C={C_iso:.2g}", color="white", fontsize=7, ha="center", va="center",
+      ax.text(*at, f"C={fmt.num(C_iso, 2)}", color="white", fontsize=7, ha="center", va="center",
               bbox=dict(boxstyle="round,pad=0.15", fc="black", alpha=0.35, lw=0))
   if N is not None and D is not None:
     ax.scatter(N, D, color="black", s=12, zorder=3, label="runs")
@@ -193,8 +194,8 @@ def law_figure(*, E: float, A: float, B: float, alpha: float, beta: float,
   ax.set_ylim(*D_range)
   ax.set_xlabel("N (parameters)")
   ax.set_ylabel("D (tokens)")
-  inner = f"{A:.3g}/N^{alpha:.3g} + {B:.3g}/D^{beta:.3g}"
-  ax.set_title(f"L = {E:.3g} + " + (inner if gamma == 1 else f"({inner})^{gamma:.3g}"))
+  inner = f"{fmt.num(A)}/N^{fmt.num(alpha)} + {fmt.num(B)}/D^{fmt.num(beta)}"
+  ax.set_title(f"L = {fmt.num(E)} + " + (inner if gamma == 1 else f"({inner})^{fmt.num(gamma)}"))
   ax.legend(fontsize=8, loc="upper left")
   return fig
 

@@ -3,6 +3,7 @@
 import numpy as np
 from matplotlib.figure import Figure
 
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.plots import canvas
 from chinchax.scaling.runs.table import budget_groups, Runs
 
@@ -17,7 +18,8 @@ def residual_figure(runs: Runs, r: np.ndarray, title: str) -> Figure:
     ok = idx[np.isfinite(r[idx])]
     by_C.scatter(np.full(len(ok), C), r[ok], color=color, s=18, zorder=3)
     order = ok[np.argsort(runs.N[ok])]
-    by_N.plot(runs.N[order], r[order], "o-", color=color, ms=4, lw=0.8, label=f"C = {C:.2g}")
+    by_N.plot(runs.N[order], r[order], "o-", color=color, ms=4, lw=0.8,
+              label=f"C = {fmt.num(C, 2)}")
   for ax, xlabel in ((by_C, f"C (training FLOPs, {runs.flops})"),
                      (by_N, f"N (parameters, {runs.params})")):
     ax.axhline(0.0, color="black", lw=0.8)

@@ -9,6 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from chinchax import atomic
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.numerics import intervals
 from chinchax.scaling.plots import canvas
 from chinchax.scaling.tasks import file as tasks_file
@@ -27,7 +28,7 @@ def plot_task(fit, entry: dict, level: float, stem: str) -> list[str]:
   sizes = np.unique(N)
   for n, color in zip(sizes, canvas.colors(len(sizes))):
     sel = N == n
-    ax1.plot(D[sel], L[sel], "o", color=color, ms=4, label=f"N={n:.3g}")
+    ax1.plot(D[sel], L[sel], "o", color=color, ms=4, label=f"N={fmt.num(n)}")
     d = np.geomspace(D.min() / 2, D.max() * 4, 100)
     ax1.plot(d, s1["E"] + s1["A"] / n**s1["alpha"] + s1["B"] / d**s1["beta"], "-",
              color=color, lw=1)

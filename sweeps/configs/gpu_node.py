@@ -6,16 +6,16 @@ r"""An IsoFLOP sweep from 1e17 to 1e19 FLOPs on one 8-GPU node (H100 80 GB) on C
 (or `python -m chinchax.launch.gpu ...`, which sets the XLA environment). With --dry-run it prints the
 grid and exits:
 
-    cell               C            N  d_model x L  heads  d_ff         D    D/N  steps       batch   peak LR  C 6ND  C chinchilla ...
-    -------------  -----  -----------  -----------  -----  ----  --------  -----  -----  ----------  --------  -----  ------------
-    C1e17-N8.84e6  1e+17    8,839,808      128 x 2      8   672  1.89e+09  213.3  19179   48 x 2048  1.45e-03  1e+17      1.12e+17
-    C1e17-N1.35e7  1e+17   13,450,560      192 x 3     12   416  1.24e+09   92.1  12605   48 x 2048  1.26e-03  1e+17      1.18e+17
+    cell              C            N  d_model x L  heads  d_ff        D    D/N  steps       batch  peak LR  C 6ND  C chinchilla ...
+    -------------  ----  -----------  -----------  -----  ----  -------  -----  -----  ----------  -------  -----  ------------  -----
+    C1e17-N8.84e6  1e17    8,839,808      128 x 2      8   672   1.89e9  213.3  19179   48 x 2048  0.00145   1e17       1.12e17    42s
+    C1e17-N1.35e7  1e17   13,450,560      192 x 3     12   416   1.24e9   92.1  12605   48 x 2048  0.00126   1e17       1.18e17    42s
     ...
-    C1e19-N4.88e8  1e+19  488,295,680    1280 x 20     10  3584  3.41e+09    7.0   7184  232 x 2048  3.81e-04  1e+19      1.22e+19
-    C1e19-N7.22e8  1e+19  722,409,984    1536 x 23     12  3840  2.31e+09    3.2   4856  232 x 2048  3.34e-04  1e+19       1.2e+19
+    C1e19-N4.88e8  1e19  488,295,680    1280 x 20     10  3584   3.41e9    7.0   7184  232 x 2048  3.81e-4   1e19       1.22e19   1.2h
+    C1e19-N7.22e8  1e19  722,409,984    1536 x 23     12  3840   2.31e9    3.2   4856  232 x 2048  3.34e-4   1e19        1.2e19   1.2h
 
-    35 cells, 0 refused; total 1.01e+20 FLOPs (6ND), 1.27e+20 (chinchilla); about 11.8h of training
-    time at 30% of the 8 x 9.89e+14 FLOP/s peak of the target h100:8 (6ND FLOPs)
+    35 cells, 0 refused; total 1.01e20 FLOPs (6ND), 1.27e20 (chinchilla); about 11.8h of training
+    time at 30% of the 8 x 9.89e14 FLOP/s peak of the target h100:8 (6ND FLOPs)
 
 Before renting the node, `--dry-run --compile` compiles every cell for h100:8 on this machine
 without a GPU (needs `pip install "chinchax[gpu-compile]"`; 23 min on a shared 2-core machine,

@@ -4,15 +4,15 @@ r"""The CI sweep: two budgets of byte-level models small enough to train in abou
 
 prints the grid and exits, without opening the data:
 
-    cell                   C       N  d_model x L  heads  d_ff         D   D/N  steps    batch   peak LR    C 6ND  C chinchilla  time
-    ---------------  -------  ------  -----------  -----  ----  --------  ----  -----  -------  --------  -------  ------------  ----
-    C2.5e11-N3.2e4   2.5e+11  31,968       32 x 2      4    80   1.3e+06  40.8    849  24 x 64  9.45e-03  2.5e+11      3.84e+11    9s
-    C2.5e11-N4.64e4  2.5e+11  46,360       40 x 2      5    96  8.99e+05  19.4    585  24 x 64  8.35e-03  2.5e+11      3.65e+11    8s
+    cell                  C       N  d_model x L  heads  d_ff       D   D/N  steps    batch  peak LR   C 6ND  C chinchilla  time
+    ---------------  ------  ------  -----------  -----  ----  ------  ----  -----  -------  -------  ------  ------------  ----
+    C2.5e11-N3.2e4   2.5e11  31,968       32 x 2      4    80   1.3e6  40.8    849  24 x 64  0.00945  2.5e11       3.84e11    9s
+    C2.5e11-N4.64e4  2.5e11  46,360       40 x 2      5    96  8.99e5  19.4    585  24 x 64  0.00835  2.5e11       3.65e11    8s
     ...
-    C5e11-N9.09e4      5e+11  90,888       56 x 2      7   152  9.17e+05  10.1    462  31 x 64  6.67e-03    5e+11      6.64e+11   14s
+    C5e11-N9.09e4      5e11  90,888       56 x 2      7   152  9.17e5  10.1    462  31 x 64  0.00667    5e11       6.64e11   14s
 
-    6 cells, 0 refused; total 2.25e+12 FLOPs (6ND), 3.18e+12 (chinchilla); about 1.1m of training
-    time on CPU: 1.5 s to start each cell, then 1.0 ms a step and 5.7e+10 FLOP/s (chinchilla), measured for small models on 2 cores, warm compile cache
+    6 cells, 0 refused; total 2.25e12 FLOPs (6ND), 3.18e12 (chinchilla); about 1.1m of training
+    time on CPU: 1.5 s to start each cell, then 1.0 ms a step and 5.7e10 FLOP/s (chinchilla), measured for small models on 2 cores, warm compile cache
     sizes per budget for the fit (after the refusals above):
       C=2.5e11: 3 sizes, N 3.2e4..6.56e4; prior N* 4.56e4 inside
       C=5e11: 3 sizes, N 4.64e4..9.09e4; prior N* 6.45e4 inside

@@ -7,6 +7,7 @@ model's, the unique tokens, the validation split) run when the run opens it.
 
 import ml_collections
 
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.runs import conventions
 from chinchax.sweeps.data import tokenizers
 from chinchax.sweeps.train import config as run_config
@@ -27,13 +28,14 @@ def describe(c: ml_collections.ConfigDict, extra: tuple[str, ...] = ()) -> str:
             if run_config.uses_mixture(c) else c.data.corpus or c.data.name)
   lines = [
       f"run {c.name!r}: {steps} steps of {c.batch_size} x {c.seq_len} tokens "
-      f"(grad_accum {c.grad_accum}), D = {steps * tps:.4g} tokens",
+      f"(grad_accum {c.grad_accum}), D = {fmt.num(steps * tps, 4)} tokens",
       f"model: N = {counts['N_total']:,} ({counts['N_non_embedding']:,} non-embedding); "
       f"d_model {shape.d_model} x {shape.n_layers} layers, {shape.n_heads} heads, d_ff "
       f"{shape.d_ff}, vocab {shape.vocab_size}{', tied' if shape.tied else ''}; "
       f"{c.model.compute_dtype} compute",
-      f"C = {counts['flops_6ND']:.4g} FLOPs (6ND), {counts['flops_chinchilla']:.4g} (chinchilla)",
-      f"optimizer: AdamW, {o.schedule} schedule, peak LR {o.peak_lr:.3g} after "
+      f"C = {fmt.num(counts['flops_6ND'], 4)} FLOPs (6ND), "
+      f"{fmt.num(counts['flops_chinchilla'], 4)} (chinchilla)",
+      f"optimizer: AdamW, {o.schedule} schedule, peak LR {fmt.num(o.peak_lr)} after "
       f"{o.warmup_steps} warmup steps, final {o.final_lr_ratio:g} x peak; weight decay "
       f"{o.weight_decay:g}, clip {o.clip_norm:g}",
       f"mesh {dict(mesh.shape)} over {mesh.size} {mesh.devices.flat[0].platform} device(s), "

@@ -24,6 +24,7 @@ from chinchax.errors import UserError
 from chinchax.models import sharding
 from chinchax.models import sharding as mesh_lib
 from chinchax.models.config import ModelConfig
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.runs import conventions
 from chinchax.scaling.runs import records
 from chinchax.sweeps import data
@@ -179,7 +180,7 @@ def build(c: ml_collections.ConfigDict, workdir: str, *, devices=None, checkpoin
   D = total_steps * tokens_per_step
   epochs = ds.epochs_for(D)
   if epochs > 4:
-    log(f"warning: D={D:.3g} tokens repeat the {ds.unique_tokens:.3g} unique tokens "
+    log(f"warning: D={fmt.num(D)} tokens repeat the {fmt.num(ds.unique_tokens)} unique tokens "
         f"{epochs:.1f} times; repeats beyond ~4 epochs are worth much less than fresh data")
   model = make_model(c, model_cfg, mesh)
 

@@ -55,9 +55,9 @@ def test_tiny_cell_dry_run_is_the_dry_runs_cell(capsys):
   assert rc == 0, err
   assert (cell.N, cell.D, cell.steps, cell.batch_size) == (31968, 1304064.0, 849, 24)
   assert out.startswith("run 'C2.5e11-N3.2e4': 849 steps of 24 x 64 tokens")
-  assert "D = 1.304e+06 tokens" in out and "model: N = 31,968 (" in out
+  assert "D = 1.304e6 tokens" in out and "model: N = 31,968 (" in out
   assert f"peak LR {cell.peak_lr:.3g} after {cell.warmup_steps} warmup steps" in out
-  assert "C = 2.501e+11 FLOPs (6ND)" in out
+  assert "C = 2.501e11 FLOPs (6ND)" in out
 
 
 @pytest.mark.parametrize("name", ["smoke", "hparams_smoke"])

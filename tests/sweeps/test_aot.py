@@ -123,7 +123,7 @@ def test_dry_run_times_cells_on_the_target_slice(tmp_path, monkeypatch, capsys):
 def test_dry_run_times_cells_on_a_gpu_node(tmp_path, monkeypatch, capsys):
   # 1e17 FLOPs at 30% of 8 x 989 TFLOP/s: 42.1 s.
   _dry_run_prices_first_cell(gpu_node, "sweeps/configs/gpu_node.py",
-                             "8 x 9.89e+14 FLOP/s peak of the target h100:8", 989e12 * 8,
+                             "8 x 9.89e14 FLOP/s peak of the target h100:8", 989e12 * 8,
                              "C1e17-N8.84e6", "42s", tmp_path, monkeypatch, capsys)
   # No XLA target config ships for an A100: it is priced, and compiled for on the node only.
   assert cli.run(["sweep", "--config=sweeps/configs/gpu_node.py", "--dry-run",

@@ -179,9 +179,9 @@ def test_a_sweep_scores_its_forecast_in_report_md(tmp_path, monkeypatch, capsys)
   report = (wd / "report.md").read_text()
   assert f"## Forecast\n\n{line}\n" in report
   assert abs(N_star - 4.45e5) < 5e2 and abs(D_star - 3.75e6) < 5e3
-  assert "| forecast | 1e+13 | 4.45e+05 | 3.75e+06 | 12.4996 [12.3829, 12.6243] |" in report
+  assert "| forecast | 1e13 | 4.45e5 | 3.75e6 | 12.4996 [12.3829, 12.6243] |" in report
   assert abs(lo - 12.3829) < 5e-5 and abs(hi - 12.6243) < 5e-5
-  assert "| actual (C1e13-N5.08e5) |  | 5.08e+05 | 3.28e+06 | 12.5094 |" in report
+  assert "| actual (C1e13-N5.08e5) |  | 5.08e5 | 3.28e6 | 12.5094 |" in report
   assert (top["C1e13-N5.08e5"]["N_total"], top["C1e13-N5.08e5"]["D"]) == (507888, 3.28e6)
   assert f"law sha256 {_sha256_of_law_file(law)[:12]}..." in report
 

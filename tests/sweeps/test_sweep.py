@@ -4,6 +4,7 @@ Real training (resume after SIGKILL, the executors) is in test_executors.py."""
 
 import json
 import os
+import re
 
 import pytest
 
@@ -66,7 +67,9 @@ def test_sweep_end_to_end_fits_the_known_law(tmp_path, monkeypatch, capsys):
   # The compute-optimal rows are the law's optimum beyond the top budget.
   scaling_law = law_lib.ScalingLaw.load(wd / "law.json")
   C_top = float(f"{law['data']['C'][1] * 10:.2g}")
-  assert f"| {C_top:.1e} | {scaling_law.optimum(C_top)[0]:.3g} [" in report
+  written = lambda x, g: re.sub(r"e\+0*(\d)", r"e\1", format(x, g))  # 1.26e6, not 1.26e+06
+  assert f"| {written(C_top, '.2g')} | {written(scaling_law.optimum(C_top)[0], '.3g')} [" in report
+  assert "e+" not in report
 
   # `chinchax report` rebuilds the same file from runs.jsonl and law.json.
   (wd / "report.md").unlink()
@@ -129,7 +132,7 @@ def test_cells_beyond_the_data_are_refused_when_it_is_opened(tmp_path, monkeypat
   argv = sweep_helper.argv(str(wd), "--config.train.data.unique_tokens_cap=6000", "--quiet")
   assert cli.run(["sweep", *argv]) == 1  # one run is too few to fit
   out = capsys.readouterr().out
-  assert "C2e9-N4.44e4: refused: D=7.36e+03 tokens exceeds the data's 6e+03 unique" in out
+  assert "C2e9-N4.44e4: refused: D=7360 tokens exceeds the data's 6000 unique" in out
   assert "1 of 1 cells to train" in out and "C2e9-N7.02e4: done" in out
 
 

@@ -101,7 +101,7 @@ def test_dry_run_prints_the_plan_and_opens_nothing(capfd, tmp_path, monkeypatch)
   out = capfd.readouterr().out
   assert "24 steps of 8 x 32 tokens" in out and "N = 29,920" in out
   assert "sequence-length warmup: 8 from step 0, 16 from step 1, 32 from step 2" in out
-  assert "D=3.07e+03 (steps 10-12)" in out  # the WSD branches: decay over 20% of 12 steps
+  assert "D=3072 (steps 10-12)" in out  # the WSD branches: decay over 20% of 12 steps
   assert len(COMPILES) == n and list(tmp_path.iterdir()) == []
 
 
