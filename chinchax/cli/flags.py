@@ -23,6 +23,7 @@ import ml_collections
 
 from chinchax import atomic
 from chinchax.errors import UserError
+from chinchax.scaling.numerics import fmt
 from chinchax.sweeps import configs, console, grid
 from chinchax.sweeps.configs import keys, sweep as sweep_config, train as train_config
 
@@ -71,9 +72,9 @@ def flat(c, prefix: str = "") -> list[tuple[str, object]]:
 
 
 def _value(v) -> str:
-  """A default as the override would be typed: 1e+11 not 100000000000.0."""
+  """A default as the override would be typed: 1e11, not 100000000000.0 (nor 1e+11)."""
   if isinstance(v, float):
-    return f"{v:g}"
+    return fmt.exact(v)
   if isinstance(v, (tuple, list)):
     inner = ", ".join(_value(x) for x in v)
     return f"({inner},)" if len(v) == 1 else f"({inner})"

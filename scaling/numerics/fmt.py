@@ -20,13 +20,27 @@ def num(x: float | None, digits: int = 3) -> str:
     return str(x)
   if x == 0:
     return "0"
-  if 1e-3 <= abs(x) < 1e4:
-    rounded = float(f"{x:.{digits}g}")  # 1000 → "1000", not "1e+03"
+  rounded = float(f"{x:.{digits}g}")  # the range is the rounded number's: 9999 → 1e4
+  if 1e-3 <= abs(rounded) < 1e4:
+    # 1000 → "1000", not "1e+03"
     return str(int(rounded)) if rounded.is_integer() else f"{rounded:.{digits + 3}f}".rstrip("0")
   mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
   if "." in mantissa:
     mantissa = mantissa.rstrip("0").rstrip(".")
   return f"{mantissa}e{int(exponent)}"
+
+
+def exact(x: float) -> str:
+  """Every digit the float needs to be read back the same (Python's shortest round-trip), in
+  `num`'s form: a config value shown where two values must not read alike (0.0012345678,
+  1e12, 3.5e-5), and typed back as an override."""
+  x = float(x)
+  if not math.isfinite(x) or x == 0:
+    return num(x)
+  if 1e-3 <= abs(x) < 1e4:  # repr writes these without an exponent
+    return repr(x).removesuffix(".0")
+  digits = len(repr(abs(x)).split("e")[0].replace(".", "").strip("0"))
+  return num(x, max(1, digits))
 
 
 def count(x: float | None) -> str:

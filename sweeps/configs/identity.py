@@ -25,6 +25,7 @@ from typing import Any
 
 from chinchax import atomic
 from chinchax.errors import UserError
+from chinchax.scaling.numerics import fmt
 from chinchax.sweeps.configs import keys
 
 
@@ -59,7 +60,7 @@ def changes(old: Mapping, new: Mapping, known: Mapping[str, keys.Key]
 
 def _text(v: Any) -> str:
   if isinstance(v, float):
-    return f"{v:g}"
+    return fmt.exact(v)  # two values that differ never read alike
   if isinstance(v, list):
     return "[" + ", ".join(_text(x) for x in v) + "]"
   return json.dumps(v)

@@ -46,7 +46,8 @@ def test_config_commands_list_every_key_with_default_and_meaning(capsys):
     assert key in rows, key
     assert flags.meaning(key, sweep=True) in rows[key]
   # The defaults, as an override would be typed.
-  assert "(" + ", ".join(f"{b:g}" for b in smoke.budgets) + ")" in rows["budgets"]
+  assert "(5e10, 1e11, 2e11, 4e11, 8e11, 1.5e12)" in rows["budgets"]
+  assert smoke.budgets == (5e10, 1e11, 2e11, 4e11, 8e11, 1.5e12)
   assert "(default runs/smoke)" in out
   rc, out, _ = run(capsys, "train", "--help", "--config=train:tiny")
   assert rc == 0 and "--config=train:tiny" in out

@@ -65,9 +65,18 @@ def test_a_changed_recipe_is_refused_naming_the_key_and_nothing_is_written(study
   assert cli.run(["sweep", *synthetic_argv(study), "--config.recipe.lr_ref=1.2e-3"]) == 2
   err = capsys.readouterr().err
   assert err.count("\n") == 1, err
-  assert f"{study} holds the study of another config: recipe.lr_ref 0.0006 -> 0.0012;" in err
+  assert f"{study} holds the study of another config: recipe.lr_ref 6e-4 -> 0.0012;" in err
   assert "pass another --workdir" in err
   assert _bytes(study) == before  # law.json, sweep.json, runs.jsonl: to the bit
+
+
+def test_a_change_in_the_ninth_digit_reads_as_a_change(study, capsys):
+  before = _bytes(study)
+  capsys.readouterr()
+  assert cli.run(["sweep", *synthetic_argv(study), "--config.recipe.lr_ref=6.0000001e-4"]) == 2
+  err = capsys.readouterr().err
+  assert "recipe.lr_ref 6e-4 -> 6.0000001e-4;" in err, err
+  assert _bytes(study) == before
 
 
 def test_a_new_budget_extends_the_study_and_refits(study, capsys):
@@ -79,7 +88,7 @@ def test_a_new_budget_extends_the_study_and_refits(study, capsys):
   assert cli.run(["sweep", *argv]) == 0
   out = capsys.readouterr().out
   assert out.splitlines()[0] == (f"sweep 'tiny' in {study}; extending the study in {study}: "
-                                 "budgets [1e+12, 3e+12, 1e+13] -> [1e+12, 3e+12, 1e+13, 3e+13]")
+                                 "budgets [1e12, 3e12, 1e13] -> [1e12, 3e12, 1e13, 3e13]")
   assert "6 of 20 cells to train" in out  # 5 new, and sweep_helper's cell that always fails
   assert len((study / "runs.jsonl").read_text().splitlines()) == len(lines) + 5
   refit = json.loads((study / "law.json").read_text())
@@ -150,7 +159,7 @@ def test_a_finished_run_rerun_with_another_config_exits_2(tmp_path):
   assert first.returncode == 0, first.stderr
   result = open(os.path.join(wd, "result.json"), "rb").read()
   for flag, said in (("--config.optimizer.peak_lr=1e-2", "optimizer.peak_lr 0.003 -> 0.01"),
-                     ("--config.tokens=3e5", "tokens 6144 -> 300000")):
+                     ("--config.tokens=3e5", "tokens 6144 -> 3e5")):
     p = train(flag)
     assert p.returncode == 2, p.stdout + p.stderr
     assert said in p.stderr and "Traceback" not in p.stderr and "already done" not in p.stdout
@@ -184,7 +193,7 @@ def test_as_processes_no_workdir_keeps_smoke_and_a_recipe_change_exits_2(tmp_pat
   again = _sweep_process(tmp_path, *argv, "--config.recipe.lr_ref=1.2e-3")
   assert again.returncode == 2
   assert again.stderr == (f"chinchax sweep: error: runs/tiny holds the study of another config: "
-                          "recipe.lr_ref 0.0006 -> 0.0012; a rerun may add budgets or sizes, or "
+                          "recipe.lr_ref 6e-4 -> 0.0012; a rerun may add budgets or sizes, or "
                           "change where cells run and what is logged; pass another --workdir "
                           "for a new study\n")
   assert (tiny / "law.json").read_bytes() == law
