@@ -37,6 +37,7 @@ from jax.sharding import PartitionSpec as P
 from chinchax.models import sharding as mesh_lib
 from chinchax.models import sharding as sharding_lib
 from chinchax.models.config import ModelConfig
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.runs import conventions
 from chinchax.sweeps.data import multihost
 from chinchax.sweeps.data import pipeline
@@ -138,8 +139,8 @@ def run(a, data_dir: str):
   fpt = conventions.flops_per_token(shape, "chinchilla")
   fps = matmul_flops_per_s(shape.d_model, shape.d_ff, tokens=4096)
   bound = fps / fpt
-  print(f"model ~{N / 1e6:.1f}M params, {fpt:.3g} training FLOPs/token (chinchilla); "
-        f"device f32 matmul {fps:.3g} FLOP/s")
+  print(f"model ~{N / 1e6:.1f}M params, {fmt.num(fpt)} training FLOPs/token (chinchilla); "
+        f"device f32 matmul {fmt.num(fps)} FLOP/s")
   first, model = train_tokens_per_s(shape, cfg, a.model_batch, a.model_steps, a.model_dtype)
   print(f"model tokens/s MEASURED ({a.model_steps} train steps of {a.model_batch}x{a.seq}, "
         f"{a.model_dtype}, after {first:.1f} s compile + first step): {model:,.0f}")

@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 
 from chinchax.models import sharding as mesh_lib  # noqa: E402
 from chinchax.models.config import ModelConfig, shape_for_params  # noqa: E402
+from chinchax.scaling.numerics import fmt  # noqa: E402
 from chinchax.sweeps.train import optimizer, step as step_lib  # noqa: E402
 
 
@@ -66,13 +67,13 @@ def main() -> None:
                                rules, "fsdp", at)
       first, again, state = timed(init)
       on = sorted({d.platform for x in jax.tree.leaves(state) for d in x.devices()})
-      print(f"N={N:.3g} ({gib:.2f} GiB of state) made on the {where}: first call {first:.2f} s "
+      print(f"N={fmt.num(N)} ({gib:.2f} GiB of state) made on the {where}: first call {first:.2f} s "
             f"(compile + run), second {again:.2f} s; state on {on}", flush=True)
       states.append(jax.device_get(state["params"]))
     # The host's random-number kernels are the devices' up to the last bits of the normals.
     diff = max(float(np.max(np.abs(a - b), initial=0.0))
                for a, b in zip(*(jax.tree.leaves(x) for x in states)))
-    print(f"N={N:.3g} the two states' parameters differ by at most {diff:.3g}", flush=True)
+    print(f"N={fmt.num(N)} the two states' parameters differ by at most {fmt.num(diff)}", flush=True)
   if mesh.devices.flat[0].platform == "cpu":
     print("a CPU mesh: a run makes its state on the mesh, whatever its size")
   else:

@@ -131,6 +131,8 @@ def measure(mode: str, pair: tuple[float, float], seconds: float) -> dict[float,
 
 
 def main() -> None:
+  sys.path.insert(0, ROOT)
+  from chinchax.scaling.numerics import fmt  # pylint: disable=g-import-not-at-top
   p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   p.add_argument("--pairs", default="4.8e4:1.76e5,1.14e5:1.43e5",
                  help="comma-separated pairs of sizes N, a:b, trained together")
@@ -153,13 +155,13 @@ def main() -> None:
     for pair in pairs:
       threads = measure("threads", pair, a.seconds)
       procs = measure("processes", pair, a.seconds)
-      cells = "   ".join(f"{N:.3g}: {threads[N] / 1e3:.1f}k -> {procs[N] / 1e3:.1f}k"
+      cells = "   ".join(f"{fmt.num(N)}: {threads[N] / 1e3:.1f}k -> {procs[N] / 1e3:.1f}k"
                          for N in pair)
       print(f"  round {r + 1}  threads -> processes (tok/s)   {cells}", flush=True)
       for N in pair:
         ratios[N].append(procs[N] / threads[N])
   print("median processes / threads: " + ", ".join(
-      f"{N:.3g} {statistics.median(v):.3f} ({min(v):.2f}-{max(v):.2f})"
+      f"{fmt.num(N)} {statistics.median(v):.3f} ({min(v):.2f}-{max(v):.2f})"
       for N, v in ratios.items()))
   every = [x for v in ratios.values() for x in v]
   print(f"all sizes: median {statistics.median(every):.3f}, {len(every)} ratios")

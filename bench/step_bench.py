@@ -45,6 +45,7 @@ import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 from chinchax.models import sharding, sharding as mesh_lib  # pylint: disable=wrong-import-position
 from chinchax.models.config import ModelConfig  # pylint: disable=wrong-import-position
 from chinchax.models.config import shape_for_params  # pylint: disable=wrong-import-position
+from chinchax.scaling.numerics import fmt  # pylint: disable=wrong-import-position
 from chinchax.scaling.runs import conventions  # pylint: disable=wrong-import-position
 from chinchax.sweeps.chips import hardware  # pylint: disable=wrong-import-position
 from chinchax.sweeps.train import optimizer
@@ -233,7 +234,7 @@ def main() -> None:
       print(json.dumps({"N_target": N, "N": r["N"], "compile_s": r["chinchax_compile"],
                         "tok_s": r["chinchax_tok_s"]}), flush=True)
       continue
-    row = [f"{N:.3g}", f"{r['N']:,}", f"{s.d_model} x {s.n_layers}", s.n_heads, s.d_ff,
+    row = [f"{fmt.num(N)}", f"{r['N']:,}", f"{s.d_model} x {s.n_layers}", s.n_heads, s.d_ff,
            f"{r['chinchax_compile']:.2f}", f"{r['chinchax_tok_s']:,.0f}",
            f"{r['chinchax_tok_cpu_s']:,.0f}"]
     if args.nanodo_ok:

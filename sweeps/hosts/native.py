@@ -18,7 +18,8 @@ for that failure cannot be used instead: jaxlib cannot hand its status to Python
 
 Other paths end a process whose job is lost too (watch.py's heartbeat thread, the watchdog,
 the join timer), and one of them can find it at the moment jax aborts: the first to
-`claim_exit` says why, and the others end the process with its status, saying nothing.
+`claim_exit` says why and ends the process; the others wait for it, then end the process with
+its status themselves if it has not, saying nothing.
 
 The log goes when the process ends, by any path chinchax takes (`kept`, called before each
 os._exit as well), if it holds gloo's lines alone or the command succeeded; otherwise it is
@@ -33,6 +34,7 @@ import re
 import signal
 import sys
 import tempfile
+import time
 
 from chinchax import exit_codes
 
@@ -50,6 +52,7 @@ COORDINATOR_GONE = ("Failed to send RPC to coordination service",
 # them), which process 0 hands to every process still there.
 UNHEALTHY = re.compile(r"tasks are unhealthy \(stopped sending heartbeats\):\s*\n([^\n]*)")
 TAIL_BYTES = 16384
+SAY_S = 5.0  # how long a path that lost the claim waits for the first one to say its line
 
 _state = {"path": None, "where": "", "status": None}
 _HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)
@@ -115,9 +118,13 @@ def claim_exit(status: int) -> int | None:
 
 def exit_if_claimed(status: int) -> None:
   """Claims the exit with `status` (`claim_exit`); when another path claimed it first, ends the
-  process here with that path's status, saying nothing."""
+  process with that path's status, saying nothing. That path ends the process itself once it
+  has said its line, so this one waits for it (SAY_S at most): ending the process at once
+  could come between the other's claim and its line, and the process ended with its status
+  and no word (process 1 of the multi-host test, its coordinator killed, once in CI)."""
   other = claim_exit(status)
   if other is not None:
+    time.sleep(SAY_S)
     os._exit(other)
 
 

@@ -108,6 +108,36 @@ ctypes.CDLL(None).abort()  # ...and jax's abort comes before that thread's os._e
 """
 
 
+CLAIMED_BEFORE_ITS_LINE = """
+import ctypes, os, sys, threading, time
+from chinchax.sweeps.hosts import native
+native.aside(1, 2)
+os.write(2, sys.argv[1].encode())  # jax's fatal report lands in the log
+def watcher():  # watch.py's thread claims the exit first, and says its line a moment later
+  assert native.claim_exit(76) is None
+  time.sleep(0.5)
+  print("chinchax: error: process 1 of 2: lost the job's coordinator (process 0)"
+        + native.kept(), file=sys.stderr, flush=True)
+  os._exit(76)
+threading.Thread(target=watcher).start()
+time.sleep(0.1)
+ctypes.CDLL(None).abort()  # jax's abort, between the watcher's claim and its line
+"""
+
+
+def test_an_abort_between_another_paths_claim_and_its_line_waits_for_the_line(tmp_path):
+  """The multi-host test's race once in CI: process 1 ended 76 with an empty stderr, the
+  abort handler having ended the process between the watcher's claim and the watcher's line."""
+  env = {**os.environ, "PYTHONPATH": tu.ROOT, "TMPDIR": str(tmp_path)}
+  r = subprocess.run([sys.executable, "-c", CLAIMED_BEFORE_ITS_LINE, KILLED], env=env,
+                     capture_output=True, text=True, timeout=60)
+  assert r.returncode == 76, (r.returncode, r.stderr)
+  lines = r.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith(
+      "chinchax: error: process 1 of 2: lost the job's coordinator (process 0); what native"), \
+      r.stderr
+
+
 def test_an_abort_while_another_path_ends_the_process_keeps_that_paths_line_and_status(
     tmp_path):
   """The multi-host test's race (tests/sweeps/test_multihost.py, the coordinator killed): the
