@@ -17,6 +17,7 @@ from chinchax.sweeps import grid, table
 from chinchax.sweeps import recipe as recipe_lib
 from chinchax.sweeps import wsd
 from chinchax.sweeps.configs import sweep as sweep_config
+from tests.helpers.numbers import written
 
 V, S = 258, 128
 
@@ -210,11 +211,6 @@ def test_names_of_distinct_shapes_with_equal_N_are_disambiguated():
   assert {c.name.split("-", 2)[2] for c in cells} == {"d64L1H2F214", "d64L2H2F64"}
 
 
-def _g3(x: float) -> str:
-  """3 significant digits as people write them: 1.17e14, not 1.17e+14."""
-  return re.sub(r"e\+0*(\d)", r"e\1", f"{x:.3g}")
-
-
 def test_table_has_one_row_per_cell():
   cells, _ = make(sweep_cfg())
   _, refusals = make(sweep_cfg(sizes=(2e5, 2.01e5)))
@@ -223,13 +219,13 @@ def test_table_has_one_row_per_cell():
   for c in cells:
     rows = [l for l in lines if l.startswith(c.name + " ")]
     assert len(rows) == 1
-    assert _g3(c.flops_6ND) in rows[0] and _g3(c.flops_chinchilla) in rows[0]
+    assert written(c.flops_6ND) in rows[0] and written(c.flops_chinchilla) in rows[0]
     assert "e+" not in rows[0]
     assert f"{c.steps}" in rows[0] and f"{c.batch_size} x {c.seq_len}" in rows[0]
   assert lines[0].split()[:3] == ["cell", "C", "N"] and lines[0].endswith("time")
   assert len(lines) == 2 + len(cells) + 2 + len(refusals)
   total = sum(c.flops_6ND for c in cells)
-  assert f"total {_g3(total)} FLOPs" in text
+  assert f"total {written(total)} FLOPs" in text
   assert f"about {table.duration(total * 1e-10)} of training" in text
   assert all(r in text for r in refusals)
   assert "time" not in table.format_table(cells).splitlines()[0]

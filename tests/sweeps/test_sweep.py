@@ -4,7 +4,6 @@ Real training (resume after SIGKILL, the executors) is in test_executors.py."""
 
 import json
 import os
-import re
 
 import pytest
 
@@ -17,6 +16,7 @@ from chinchax.sweeps.data import pipeline
 from chinchax.sweeps.train import loop
 
 from tests.helpers import sweep_helper
+from tests.helpers.numbers import written
 from tests.helpers.sweep_helper import FAILING_CELL, TRUTH, synthetic_argv, synthetic_train
 
 
@@ -67,7 +67,6 @@ def test_sweep_end_to_end_fits_the_known_law(tmp_path, monkeypatch, capsys):
   # The compute-optimal rows are the law's optimum beyond the top budget.
   scaling_law = law_lib.ScalingLaw.load(wd / "law.json")
   C_top = float(f"{law['data']['C'][1] * 10:.2g}")
-  written = lambda x, g: re.sub(r"e\+0*(\d)", r"e\1", format(x, g))  # 1.26e6, not 1.26e+06
   assert f"| {written(C_top, '.2g')} | {written(scaling_law.optimum(C_top)[0], '.3g')} [" in report
   assert "e+" not in report
 
