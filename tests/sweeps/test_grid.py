@@ -17,7 +17,7 @@ from chinchax.sweeps import grid, table
 from chinchax.sweeps import recipe as recipe_lib
 from chinchax.sweeps import wsd
 from chinchax.sweeps.configs import sweep as sweep_config
-from tests.helpers.numbers import written
+from tests.helpers.written_numbers import written
 
 V, S = 258, 128
 

@@ -16,7 +16,7 @@ from chinchax.sweeps.data import pipeline
 from chinchax.sweeps.train import loop
 
 from tests.helpers import sweep_helper
-from tests.helpers.numbers import written
+from tests.helpers.written_numbers import written
 from tests.helpers.sweep_helper import FAILING_CELL, TRUTH, synthetic_argv, synthetic_train
 
 
