@@ -24,6 +24,7 @@ from chinchax.errors import UserError
 from chinchax.scaling import api
 from chinchax.scaling.isoflop import fit as isoflop
 from chinchax.scaling.law import artifact as law_artifact
+from chinchax.scaling.numerics import forks
 from chinchax.scaling.parametric import fit as parametric
 from chinchax.scaling.runs import table as runs_lib
 from chinchax.scaling.runs.conventions import FLOPS_CONVENTIONS, PARAMS_CONVENTIONS
@@ -98,12 +99,13 @@ def main(argv: list[str]) -> int:
   log = (lambda *_: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
   replaced = law_artifact.replaced(args.out)
   try:
-    law, runs, written = api.fit_detailed(
-        args.runs, approaches=args.approach, bootstrap=args.bootstrap, ci=args.ci,
-        seed=args.seed, delta=args.delta, params_convention=args.params_convention,
-        flops_convention=args.flops_convention, schedule=args.schedule,
-        base_law=args.base_law, out=args.out, plots=args.plots, log=log,
-        approach2_method=args.approach2_method)
+    with forks.allowed():  # the command's process runs no thread of its own beside the fit
+      law, runs, written = api.fit_detailed(
+          args.runs, approaches=args.approach, bootstrap=args.bootstrap, ci=args.ci,
+          seed=args.seed, delta=args.delta, params_convention=args.params_convention,
+          flops_convention=args.flops_convention, schedule=args.schedule,
+          base_law=args.base_law, out=args.out, plots=args.plots, log=log,
+          approach2_method=args.approach2_method)
   finally:
     if args.plots:  # none left behind where the command is a call (tests, a notebook)
       workers.close()

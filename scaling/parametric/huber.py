@@ -21,6 +21,8 @@ import os
 
 import numpy as np
 
+from chinchax.scaling.numerics import forks
+
 DEFAULT_DELTA = 1e-3
 RADIUS0 = 1.0  # initial trust radius in centred coordinates.
 _CHOLESKY_MIN_STARTS = 256  # below this, `eigh`'s call per start costs less than 60 vector ops
@@ -332,9 +334,10 @@ def minimize_batched(pb: Problem, th0_Sx5: np.ndarray, W_Sxn: np.ndarray, *, gro
 
 
 def on_all_cores(minimize, th_Sx5: np.ndarray, *also: np.ndarray, group_S=None):
-  """`minimize(th, *also)` over the starts (or any rows: `vp`'s grid) in one chunk per core,
-  in threads: numpy's batched linear algebra and ufuncs release the GIL, so the chunks run in
-  parallel. `also`: arrays
+  """`minimize(th, *also)` over the starts (or any rows: `vp`'s grid) in one chunk per core:
+  in forked children where the process allows it (`numerics.forks`: `chinchax fit`), else in
+  threads (numpy's batched linear algebra and ufuncs release the GIL, so the chunks run in
+  parallel, though they contend for it between operations). `also`: arrays
   with a row per start, cut where the starts are; with `group_S` (non-decreasing), chunks
   hold whole groups (the starts of one resample, which merge and stop by each other's best)."""
   S = len(th_Sx5)
@@ -346,8 +349,10 @@ def on_all_cores(minimize, th_Sx5: np.ndarray, *also: np.ndarray, group_S=None):
     cuts = np.searchsorted(group_S, group_S[np.minimum(cuts, S - 1)], side="left")
     cuts[-1] = S
   chunks = [[x[i:j] for x in (th_Sx5, *also)] for i, j in zip(cuts[:-1], cuts[1:]) if j > i]
-  with concurrent.futures.ThreadPoolExecutor(len(chunks)) as pool:
-    parts = list(pool.map(lambda c: minimize(*c), chunks))
+  parts = forks.map_chunks(lambda c: minimize(*c), chunks)
+  if parts is None:  # this process may not fork (a library call, the sweep's process)
+    with concurrent.futures.ThreadPoolExecutor(len(chunks)) as pool:
+      parts = list(pool.map(lambda c: minimize(*c), chunks))
   return tuple(np.concatenate(p) for p in zip(*parts))
 
 

@@ -69,7 +69,7 @@ def profile_grid(pb: huber.Problem, w: np.ndarray) -> np.ndarray:
   """(G, 5) centred thetas: each grid (alpha, beta) with (E, A, B) profiled out."""
   la, lb = np.meshgrid(GRID, GRID, indexing="ij")
   alpha_G, beta_G = la.ravel(), lb.ravel()
-  # One share of the grid per core, in threads (whole-array numpy runs outside the GIL), each
+  # One share of the grid per core (`huber.on_all_cores`: forked children or threads), each
   # in chunks that keep the temporaries in cache.
   chunk = max(1, _CHUNK_ELEMENTS // len(pb.x))
   return huber.on_all_cores(lambda a_G, b_G: (np.concatenate([

@@ -1,0 +1,127 @@
+"""scaling/numerics/forks.py: chunks computed in forked children come back in order, a child
+that dies or raises has its chunk computed (and its error raised) in the parent, no child
+outlives the call, and nothing forks outside `allowed()` or beside another Python thread.
+`chinchax fit`, which forks, writes the law a library call (threads) writes."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+from chinchax.scaling import api
+from chinchax.scaling.numerics import forks
+
+# Run in a fresh process: the test process has other threads (pytest-xdist's), where a
+# fork is what the module refuses.
+CHILD = textwrap.dedent("""
+  import json, os, signal, sys, time
+  from chinchax.scaling.numerics import forks
+
+  def gone():  # no child of this process is left, running or unreaped
+    try:
+      os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+      return True
+    return False
+
+  me = os.getpid()
+  out = {}
+  with forks.allowed():
+    got = forks.map_chunks(lambda c: (os.getpid(), [2 * x for x in c]), [[1, 2], [3], [4, 5]])
+    out["values"] = [v for _, v in got]
+    out["pids"] = [p for p, _ in got]
+    out["me"] = me
+    out["gone"] = gone()
+
+    def dies(c):  # the second chunk's child kills itself; computed here it is c + 1
+      if os.getpid() != me and c == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+      return (os.getpid(), c + 1)
+    got = forks.map_chunks(dies, [0, 1, 2])
+    out["died"] = [[p == me, v] for p, v in got]
+
+    def raises(c):
+      if c == 1:
+        raise ValueError(f"chunk {c} is bad in {'the parent' if os.getpid() == me else 'a child'}")
+      return c
+    try:
+      forks.map_chunks(raises, [0, 1, 2])
+    except ValueError as e:
+      out["raised"] = str(e)
+    out["gone_after_raise"] = gone()
+
+    def interrupted(c):  # the parent's own chunk fails while the children still work
+      if os.getpid() == me:
+        raise KeyboardInterrupt
+      time.sleep(30)
+      return c
+    t = time.monotonic()
+    try:
+      forks.map_chunks(interrupted, [0, 1, 2])
+    except KeyboardInterrupt:
+      out["interrupted_s"] = time.monotonic() - t
+    out["gone_after_interrupt"] = gone()
+  print(json.dumps(out))
+""")
+
+
+@pytest.mark.slow  # forks processes, in a process of its own
+def test_children_compute_chunks_in_order_and_failures_come_home():
+  r = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120)
+  assert r.returncode == 0, r.stderr[-3000:]
+  out = json.loads(r.stdout)
+  assert out["values"] == [[2, 4], [6], [8, 10]]
+  me, pids = out["me"], out["pids"]
+  assert pids[0] == me and len({me, *pids[1:]}) == 3, pids  # two children, one each
+  assert out["gone"]
+  # The dead child's chunk was computed by the parent; the living child's was not.
+  assert out["died"] == [[True, 1], [True, 2], [False, 3]]
+  assert out["raised"] == "chunk 1 is bad in the parent"
+  assert out["gone_after_raise"]
+  assert out["interrupted_s"] < 10  # the sleeping children were killed, not waited for
+  assert out["gone_after_interrupt"]
+
+
+def test_nothing_forks_outside_allowed_or_beside_a_thread(monkeypatch):
+  def no_fork():
+    raise AssertionError("forked")
+  monkeypatch.setattr(os, "fork", no_fork)
+  monkeypatch.setattr(threading, "active_count", lambda: 1)
+  assert forks.map_chunks(lambda c: c, [1, 2]) is None  # not allowed
+  with forks.allowed():
+    with forks.allowed():
+      pass
+    assert forks.usable() == sys.platform.startswith("linux")  # still allowed after the inner
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert forks.map_chunks(lambda c: c, [1, 2]) is None  # another thread runs
+  monkeypatch.setattr(threading, "active_count", lambda: 1)
+  assert not forks.usable()  # the outer block restored "not allowed"
+
+
+@pytest.mark.slow  # runs the command in a process
+def test_the_command_that_forks_writes_the_law_a_library_call_writes(tmp_path):
+  rng = np.random.default_rng(3)
+  C = np.repeat(np.geomspace(1e18, 1e20, 6), 20)
+  N = np.concatenate([np.geomspace(3e7, 3e9, 20) * (c / 1e19) ** 0.5
+                      for c in np.geomspace(1e18, 1e20, 6)])
+  D = C / (6 * N)
+  loss = (1.7 + 400 / N**0.34 + 410 / D**0.28) * np.exp(0.01 * rng.standard_normal(len(N)))
+  csv = tmp_path / "runs.csv"
+  csv.write_text("N,D,loss\n" + "".join(f"{float(n)!r},{float(d)!r},{float(l)!r}\n"
+                                           for n, d, l in zip(N, D, loss)))
+  # 600 resamples and a pilot of 400 with three starts: 1,400 starts, a chunk per core.
+  args = ["--approach=3", "--bootstrap=600"]
+  r = subprocess.run([sys.executable, "-m", "chinchax.cli", "fit", str(csv), *args,
+                      f"--out={tmp_path / 'cmd.json'}", "--quiet"],
+                     capture_output=True, text=True, timeout=300)
+  assert r.returncode == 0, r.stderr[-3000:]
+  api.fit([str(csv)], approaches=("3",), bootstrap=600, out=str(tmp_path / "lib.json"))
+  cmd, lib = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("cmd", "lib"))
+  for law in (cmd, lib):
+    law.pop("provenance", None)
+  assert cmd == lib
