@@ -36,12 +36,14 @@ are (`combine`), and the noise the local fits measure (`local_noise`); shared by
 fit's agreement check (`isoflop_minima`) and the bootstrap (`isoflop_bootstrap`)."""
 
 import dataclasses
+import os
 import warnings
 
 import numpy as np
 
 from chinchax.errors import UserError
 from chinchax.scaling.isoflop import budgets
+from chinchax.scaling.numerics import forks
 
 
 WINDOW = 4.0  # sizes within this factor of the lowest-loss size fit its parabola
@@ -248,20 +250,28 @@ def draws(bud: budgets.Budgets, model, method: str, n_resamples: int, seed: int,
   """(a, log_kN, b, log_kD) draws, (4, S), as `power_laws`, and the failed count: losses
   drawn from model = (mean, noisy, sigma, dof), sigma itself drawn (scaled inverse chi²), by
   `method` refitted; each resample keeps its own budgets (`combine`), or `keep` (K,) if
-  given."""
+  given. The losses are drawn first, in chunks of `chunk` resamples, then the chunks are
+  refitted a share per core in forked children where the process allows it
+  (`numerics.forks`), else here one after the other: the same draws either way."""
   mu, noisy, sigma, dof = model
   n = len(mu)
   rng = np.random.default_rng(seed)
-  columns, n_failed = [], 0
+  Y_chunks = []
   for start in range(0, n_resamples, chunk):
     R = min(chunk, n_resamples - start)
     sigma_R = sigma * np.sqrt(dof / rng.chisquare(dof, size=R))
-    Y = mu + noisy * sigma_R[:, None] * rng.standard_normal((R, n))
-    est, loc = estimate(bud, Y, method)
+    Y_chunks.append(mu + noisy * sigma_R[:, None] * rng.standard_normal((R, n)))
+
+  def refit(Y_Rxn):
+    est, loc = estimate(bud, Y_Rxn, method)
     x, _, kept, _ = combine(bud, est, loc)  # the estimator's own rule
     if keep is not None:
       kept = np.broadcast_to(keep, kept.shape)
     ok = kept.sum(axis=1) >= 2
-    n_failed += int(R - ok.sum())
-    columns.append(np.stack(budgets.power_laws(bud, x[ok], kept[ok])))
-  return np.concatenate(columns, axis=1), n_failed
+    return int(len(Y_Rxn) - ok.sum()), np.stack(budgets.power_laws(bud, x[ok], kept[ok]))
+
+  cuts = np.linspace(0, len(Y_chunks), min(os.cpu_count() or 1, len(Y_chunks)) + 1).astype(int)
+  shares = forks.map_chunks(lambda ys: [refit(Y) for Y in ys],
+                            [Y_chunks[i:j] for i, j in zip(cuts[:-1], cuts[1:])])
+  parts = [p for share in shares for p in share] if shares else [refit(Y) for Y in Y_chunks]
+  return (np.concatenate([c for _, c in parts], axis=1), sum(f for f, _ in parts))

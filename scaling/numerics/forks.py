@@ -3,8 +3,11 @@
     with forks.allowed():                 # a command whose process runs nothing else
       parts = forks.map_chunks(fn, chunks)  # [fn(c) for c in chunks], or None: use threads
 
-A Newton batch (`parametric.huber.on_all_cores`) is hundreds of numpy operations on arrays
-of ~65k elements. numpy releases the GIL inside each, yet two threads contend for it between
+Two fits use it: Approach 3's Newton batches (`parametric.huber.on_all_cores`: its bootstrap,
+and the multistart reference) and Approach 2's bootstrap refits (`isoflop.local.draws`,
+which otherwise refits its chunks one after another: 1.36 s of a 2.2 s `chinchax fit
+--bootstrap=4000` of 240 runs, 0.71 s forked). A Newton batch is hundreds of numpy
+operations on arrays of ~65k elements. numpy releases the GIL inside each, yet two threads contend for it between
 them: on the 2-core machine a 4,000-resample bootstrap ran 0.44 s in two threads against
 0.48 s in one (0.68 s of CPU), where two processes each ran their half in the time one
 process takes for it alone. A forked child has its own interpreter, and inherits the
@@ -101,6 +104,8 @@ def _fork(fn, chunk) -> tuple[int, int]:
     os.close(write_fd)
     return -1, -1
   if pid == 0:  # the child: never returns into the caller's code, never flushes its buffers
+    global _allowed
+    _allowed = False  # its chunk's own batches run in it (threads), not in more children
     status = 1
     try:
       os.close(read_fd)

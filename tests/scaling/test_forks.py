@@ -1,7 +1,8 @@
 """scaling/numerics/forks.py: chunks computed in forked children come back in order, a child
 that dies or raises has its chunk computed (and its error raised) in the parent, no child
 outlives the call, and nothing forks outside `allowed()` or beside another Python thread.
-`chinchax fit`, which forks, writes the law a library call (threads) writes."""
+`chinchax fit`, which forks, writes the law a library call (threads, or one chunk after
+another) writes, Approaches 2 and 3 alike."""
 
 import json
 import os
@@ -32,9 +33,11 @@ CHILD = textwrap.dedent("""
   me = os.getpid()
   out = {}
   with forks.allowed():
-    got = forks.map_chunks(lambda c: (os.getpid(), [2 * x for x in c]), [[1, 2], [3], [4, 5]])
-    out["values"] = [v for _, v in got]
-    out["pids"] = [p for p, _ in got]
+    got = forks.map_chunks(lambda c: (os.getpid(), [2 * x for x in c], forks.usable()),
+                           [[1, 2], [3], [4, 5]])
+    out["values"] = [v for _, v, _ in got]
+    out["pids"] = [p for p, _, _ in got]
+    out["may_fork"] = [u for _, _, u in got]  # a child forks no children of its own
     out["me"] = me
     out["gone"] = gone()
 
@@ -78,6 +81,7 @@ def test_children_compute_chunks_in_order_and_failures_come_home():
   assert out["values"] == [[2, 4], [6], [8, 10]]
   me, pids = out["me"], out["pids"]
   assert pids[0] == me and len({me, *pids[1:]}) == 3, pids  # two children, one each
+  assert out["may_fork"] == [True, False, False]
   assert out["gone"]
   # The dead child's chunk was computed by the parent; the living child's was not.
   assert out["died"] == [[True, 1], [True, 2], [False, 3]]
@@ -114,13 +118,14 @@ def test_the_command_that_forks_writes_the_law_a_library_call_writes(tmp_path):
   csv = tmp_path / "runs.csv"
   csv.write_text("N,D,loss\n" + "".join(f"{float(n)!r},{float(d)!r},{float(l)!r}\n"
                                            for n, d, l in zip(N, D, loss)))
-  # 600 resamples and a pilot of 400 with three starts: 1,400 starts, a chunk per core.
-  args = ["--approach=3", "--bootstrap=600"]
+  # Approach 3: 1,000 resamples and a pilot of 400 with three starts, 1,800 starts, a chunk
+  # per core; Approach 2: two chunks of 500 resamples.
+  args = ["--approach=2,3", "--bootstrap=1000"]
   r = subprocess.run([sys.executable, "-m", "chinchax.cli", "fit", str(csv), *args,
                       f"--out={tmp_path / 'cmd.json'}", "--quiet"],
                      capture_output=True, text=True, timeout=300)
   assert r.returncode == 0, r.stderr[-3000:]
-  api.fit([str(csv)], approaches=("3",), bootstrap=600, out=str(tmp_path / "lib.json"))
+  api.fit([str(csv)], approaches="2,3", bootstrap=1000, out=str(tmp_path / "lib.json"))
   cmd, lib = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("cmd", "lib"))
   for law in (cmd, lib):
     law.pop("provenance", None)
