@@ -106,6 +106,10 @@ def _fork(fn, chunk) -> tuple[int, int]:
   if pid == 0:  # the child: never returns into the caller's code, never flushes its buffers
     global _allowed
     _allowed = False  # its chunk's own batches run in it (threads), not in more children
+    # A signal to the process group ends a child at once and silently: the command's own
+    # handlers (its one line on SIGTERM) are the parent's, which computes what was lost.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     status = 1
     try:
       os.close(read_fd)

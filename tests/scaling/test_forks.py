@@ -48,6 +48,16 @@ CHILD = textwrap.dedent("""
     got = forks.map_chunks(dies, [0, 1, 2])
     out["died"] = [[p == me, v] for p, v in got]
 
+    # The parent's SIGTERM handler says a line; a child signalled ends silently instead, and
+    # its chunk is computed here.
+    signal.signal(signal.SIGTERM, lambda *_: print(f"handler in {os.getpid()}", file=sys.stderr))
+    def terminated(c):
+      if os.getpid() != me:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)
+      return (os.getpid() == me, c)
+    out["terminated"] = forks.map_chunks(terminated, [0, 1])
+
     def raises(c):
       if c == 1:
         raise ValueError(f"chunk {c} is bad in {'the parent' if os.getpid() == me else 'a child'}")
@@ -85,6 +95,8 @@ def test_children_compute_chunks_in_order_and_failures_come_home():
   assert out["gone"]
   # The dead child's chunk was computed by the parent; the living child's was not.
   assert out["died"] == [[True, 1], [True, 2], [False, 3]]
+  assert out["terminated"] == [[True, 0], [True, 1]]
+  assert "handler" not in r.stderr, r.stderr
   assert out["raised"] == "chunk 1 is bad in the parent"
   assert out["gone_after_raise"]
   assert out["interrupted_s"] < 10  # the sleeping children were killed, not waited for
