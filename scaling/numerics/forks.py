@@ -6,12 +6,12 @@
 Two fits use it: Approach 3's Newton batches (`parametric.huber.on_all_cores`: its bootstrap,
 and the multistart reference) and Approach 2's bootstrap refits (`isoflop.local.draws`,
 which otherwise refits its chunks one after another: 1.36 s of a 2.2 s `chinchax fit
---bootstrap=4000` of 240 runs, 0.71 s forked). A Newton batch is hundreds of numpy
-operations on arrays of ~65k elements. numpy releases the GIL inside each, yet two threads contend for it between
-them: on the 2-core machine a 4,000-resample bootstrap ran 0.44 s in two threads against
-0.48 s in one (0.68 s of CPU), where two processes each ran their half in the time one
-process takes for it alone. A forked child has its own interpreter, and inherits the
-batch's data and the function (a closure: nothing is pickled but the result).
+--bootstrap=4000` of 240 runs, 0.71 s forked, on the 2-core machine). A Newton batch is
+hundreds of numpy operations on arrays of ~65k elements: numpy releases the GIL inside each,
+yet two threads contend for it between them. There a 4,000-resample bootstrap ran 0.44 s in
+two threads against 0.48 s in one (0.68 s of CPU), while two processes each ran their half
+in the time one process alone takes for it. A forked child has its own interpreter and
+inherits the batch's data and the function (a closure: only the result is pickled).
 
 Forking is safe only in a process whose other threads cannot hold a lock the child needs:
 `allowed` is entered by `chinchax fit`, whose process starts no thread of its own during a fit
