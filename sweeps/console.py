@@ -28,7 +28,7 @@ import warnings
 
 import tqdm
 
-from chinchax.sweeps.train.metrics import clock_text
+from chinchax.scaling.numerics import fmt
 
 
 # TFDS on every chinchax corpus it builds or opens: not news to the user.
@@ -207,7 +207,7 @@ class SweepProgress:
           self.bar.total = total
           self.bar.n = step
           self.bar.set_postfix_str(f"loss {loss:.4f} | {_rate(tokens_per_s)} | sweep ETA "
-                                   f"{clock_text(self.eta_s())}", refresh=False)
+                                   f"{fmt.clock(self.eta_s())}", refresh=False)
           self.bar.refresh()
 
     return progress
@@ -223,12 +223,12 @@ class SweepProgress:
         self.bar = None
       rate = f" | {_rate(self.tok_s[name])}" if name in self.tok_s else ""
       left = len(self.names) - len(self.done)
-      eta = f" | sweep ETA {clock_text(self.eta_s())}" if left else ""
+      eta = f" | sweep ETA {fmt.clock(self.eta_s())}" if left else ""
       sep = ", " if status == "done" else ": "
       line = (f"[{self.done_before + len(self.done)}/{self.done_before + len(self.names)}] "
               f"{name}: {status}"
               f"{sep + detail if detail else ''}{rate} | "
-              f"{clock_text(self.clock() - self.t0)} elapsed{eta}")
+              f"{fmt.clock(self.clock() - self.t0)} elapsed{eta}")
       print(line, file=self.stream, flush=True)
       return line
 

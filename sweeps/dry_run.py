@@ -45,6 +45,7 @@ from chinchax.sweeps import executors, fit_forecast, recipe as recipe_lib, spec 
 from chinchax.sweeps import wsd
 from chinchax.sweeps.accel import aot, aot_cache, gpu_budget, readiness
 from chinchax.sweeps.chips import cpu_time, hardware
+from chinchax.sweeps.dry_run_options import Options
 from chinchax.sweeps.grid import Cell
 from chinchax.sweeps.spec import Executor
 
@@ -110,35 +111,6 @@ def _at_once(spec: spec_lib.Spec) -> int:
   return len(executors.cell_devices(e) or [None])
 
 
-HEADROOM = 0.10
-
-
-@dataclasses.dataclass(frozen=True)
-class Options:
-  compile: str | None = None   # "" = the config's target
-  json: bool = False
-  headroom: float = HEADROOM
-
-
-def split_flags(argv: list[str]) -> tuple[list[str], Options]:
-  rest, kw = [], {}
-  for arg in argv:
-    name, eq, value = arg.partition("=")
-    if name == "--compile":
-      kw["compile"] = value
-    elif arg == "--json":
-      kw["json"] = True
-    elif name == "--headroom":
-      try:
-        kw["headroom"] = float(value)
-      except ValueError:
-        kw["headroom"] = -1.0
-      if not 0 <= kw["headroom"] < 1:
-        raise UserError(f"--headroom={value!r}: give the fraction of HBM to keep free, "
-                        "from 0 to below 1 (default 0.1)")
-    else:
-      rest.append(arg)
-  return rest, Options(**kw)
 
 
 # --------------------------------------------------------------------------- output

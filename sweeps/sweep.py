@@ -79,15 +79,6 @@ def preflight(spec: spec_lib.Spec) -> tuple[spec_lib.Spec, setup.Opened]:
   return spec, opened
 
 
-def default_workdir(config_text: str) -> str:
-  """runs/<the config's name>: `smoke` -> runs/smoke, `path/to/mine.py:big` -> runs/mine-big,
-  so that two studies never share a workdir by default."""
-  file, _, arg = config_text.partition(":")
-  stem = os.path.basename(file)
-  stem = stem[:-3] if stem.endswith(".py") else stem
-  return os.path.join("runs", stem + (f"-{arg}" if arg else ""))
-
-
 def sweep(config: ml_collections.ConfigDict, workdir: str | None = None, *,
           quiet: bool = False, verbose: bool = False, stop=None, round_of: bool = False,
           plot_workers: bool = False) -> Result:

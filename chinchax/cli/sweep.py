@@ -13,30 +13,33 @@ its TPU slice and checked against its HBM (sweeps/dry_run.py). The library funct
 `chinchax.sweep` (sweeps/sweep.py).
 """
 
-
+# What trains, compiles or fits (jax and the rest) is imported once the flags are read, so
+# that --help, --list-configs and a refused flag answer at once.
 from chinchax.errors import UserError
-from chinchax.scaling.plots import workers as figure_workers
-from chinchax.sweeps import configs
-from chinchax.sweeps.accel import compile_cache
-from chinchax.sweeps import console, dry_run, executors, lock, spec as spec_lib
-from chinchax.sweeps.hosts import distributed
-from chinchax.sweeps import sweep
+from chinchax.sweeps import configs, dry_run_options
 from chinchax.cli import exit_status, flags
 
 DEFAULT_CONFIG = configs.path("smoke")
 
 
 def main(argv: list[str]) -> int:
-  argv, checks = dry_run.split_flags(argv)  # --compile, --json, --headroom
+  argv, checks = dry_run_options.split(argv)  # --compile, --json, --headroom
   flags.check_per_cell(argv)
   f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG,
-                               sweep.default_workdir(flags.config_arg(argv, "smoke")),
+                               configs.default_workdir(flags.config_arg(argv, "smoke")),
                                doc=__doc__)
+  # pylint: disable=g-import-not-at-top
+  from chinchax.scaling.plots import workers as figure_workers
+  from chinchax.sweeps.accel import compile_cache
+  from chinchax.sweeps import console, dry_run, executors, lock, spec as spec_lib
+  from chinchax.sweeps.hosts import distributed
+  from chinchax.sweeps import sweep
+  # pylint: enable=g-import-not-at-top
   if f.dry_run:
     spec = spec_lib.resolve(f.config, f.workdir)
     executors.check(spec.executor)
     return dry_run.run(spec, checks)
-  if checks != dry_run.Options():
+  if checks != dry_run_options.Options():
     raise UserError("--compile, --json and --headroom go with --dry-run")
   # A process-wide setting, made here before anything starts jax: `chinchax.sweep` called
   # from a library leaves the caller's jax as it is.

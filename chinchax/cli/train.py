@@ -24,12 +24,10 @@ inside the interval or not) into WORKDIR/forecast_score.json.
 import json
 import sys
 
+# What trains (jax and the rest) is imported once the flags are read, so that --help and a
+# refused flag answer at once.
 from chinchax.errors import UserError
 from chinchax.sweeps import configs
-from chinchax.sweeps.accel import compile_cache
-from chinchax.sweeps import console, data, forecast_score, job, lock, spec as spec_lib, wsd
-from chinchax.sweeps.hosts import distributed
-from chinchax.sweeps.train import describe
 from chinchax.cli import exit_status, flags
 
 DEFAULT_CONFIG = configs.path("train")
@@ -45,6 +43,12 @@ def main(argv: list[str]) -> int:
   argv, cell = _cell_flag(argv)
   f = flags.parse_config_flags(argv, "chinchax train", DEFAULT_CONFIG, doc=__doc__,
                                more_flags=MORE_FLAGS)
+  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.accel import compile_cache
+  from chinchax.sweeps import console, forecast_score, job, lock, wsd
+  from chinchax.sweeps.hosts import distributed
+  from chinchax.sweeps.train import describe
+  # pylint: enable=g-import-not-at-top
   config = _run_config(f, cell, flags.config_arg(argv, DEFAULT_CONFIG),
                        any(a.startswith("--config.") for a in argv))
   if forecast:
@@ -90,6 +94,7 @@ def _cell_flag(argv: list[str]) -> tuple[list[str], str | None]:
 
 def _run_config(f: flags.ConfigFlags, cell: str | None, shown: str, overridden: bool):
   """The one run's config: --config's own, or a sweep config's run that --cell names."""
+  from chinchax.sweeps import data, spec as spec_lib  # pylint: disable=g-import-not-at-top
   if not flags.is_sweep(f.config):
     if cell is not None:
       raise UserError(f"--cell={cell} picks a run of a sweep config, but --config={shown} "

@@ -67,6 +67,12 @@ def factor(x: float | None) -> str:
   return f"{num(x, 2 if x < 10 else 3)}x"
 
 
+def clock(seconds: float) -> str:
+  """A duration as a clock reads it: `4:05`, `1:02:03` from an hour."""
+  s = int(seconds)
+  return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
 def percent(level: float) -> str:
   """A confidence level: 0.9 → `90%`, 0.995 → `99.5%`."""
   return f"{100 * level:.4g}%"

@@ -44,3 +44,12 @@ def resolve(text: str) -> str:
     raise UserError(f"--config={text}: no such file, and not a named config "
                     f"({', '.join(NAMES)}); `chinchax sweep --list-configs` lists them")
   return found + sep + arg
+
+
+def default_workdir(config_text: str) -> str:
+  """runs/<the config's name>: `smoke` -> runs/smoke, `path/to/mine.py:big` -> runs/mine-big,
+  so that two studies never share a workdir by default."""
+  file, _, arg = config_text.partition(":")
+  stem = os.path.basename(file)
+  stem = stem[:-3] if stem.endswith(".py") else stem
+  return os.path.join("runs", stem + (f"-{arg}" if arg else ""))

@@ -22,6 +22,7 @@ import jax
 import ml_collections
 import numpy as np
 
+from chinchax.scaling.numerics import fmt
 from chinchax.scaling.runs import conventions
 from chinchax.scaling.runs import records
 from chinchax.sweeps.chips import hardware
@@ -214,7 +215,7 @@ def log_step(s: setup_lib.Setup, step: int, m, train_loss: float, clock: metrics
       mfu=s.mfu(tok_s), epoch=tokens / s.inputs.ds.unique_tokens, **fields)
   left = (s.total_steps - step) * s.tokens_per_step / max(tok_s, 1e-9)
   log(f"step {step}/{s.total_steps} | loss {train_loss:.4f} | {tok_s / 1e3:.1f}k tok/s | "
-      f"{metrics.clock_text(left)} left")
+      f"{fmt.clock(left)} left")
   if progress is not None:
     progress(step, s.total_steps, tok_s, train_loss)
   return failure

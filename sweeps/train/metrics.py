@@ -200,8 +200,3 @@ class Throughput:
 
   def pause(self, seconds: float) -> None:
     self.t += seconds
-
-
-def clock_text(seconds: float) -> str:
-  s = int(seconds)
-  return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"

@@ -37,6 +37,20 @@ def test_every_subcommand_has_help(capsys, command, flag):
     assert description.endswith((".", ")")), description  # a whole sentence, not cut off
 
 
+@pytest.mark.slow  # a process of its own: this one has imported jax
+def test_help_and_refused_flags_of_the_training_commands_import_no_jax():
+  # What trains is imported once the flags are read: --help and a refusal answer at once.
+  code = ("import sys; from chinchax import cli\n"
+          "rcs = [cli.run(a) for a in (['sweep', '--help'], ['sweep', '--list-configs'],\n"
+          "       ['sweep', '--config.nope=1'], ['train', '--help'], ['train', '--config.x=1'])]\n"
+          "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'jax', 'flax', 'optax',\n"
+          "                'orbax', 'grain', 'tensorflow_datasets'})\n"
+          "print(rcs, heavy, file=sys.stderr)")
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert r.returncode == 0, r.stderr[-2000:]
+  assert r.stderr.splitlines()[-1] == "[0, 0, 2, 0, 2] []", r.stderr[-2000:]
+
+
 def test_config_commands_list_every_key_with_default_and_meaning(capsys):
   rc, out, _ = run(capsys, "sweep", "--help")
   assert rc == 0

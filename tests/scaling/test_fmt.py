@@ -31,3 +31,8 @@ def test_count_interval_factor():
   assert fmt.count(5e22) == "5e22"
   assert fmt.interval((0.4312, 0.4701)) == "[0.431, 0.47]" and fmt.interval(None) == ""
   assert fmt.factor(17.2) == "17.2x" and fmt.factor(2.54) == "2.5x"
+
+
+def test_clock():
+  assert [fmt.clock(s) for s in (0, 59.9, 65, 3599, 3600, 3723.5, 90061)] == [
+      "0:00", "0:59", "1:05", "59:59", "1:00:00", "1:02:03", "25:01:01"]

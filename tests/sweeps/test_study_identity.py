@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from chinchax import cli
-from chinchax.sweeps import sweep
+from chinchax.sweeps import configs, sweep
 from chinchax.sweeps.configs import train as train_config
 from chinchax.sweeps.train import config as run_config
 from chinchax.sweeps.train import loop
@@ -28,7 +28,7 @@ TRAIN = loop.train  # the real one: the fixtures' sweeps train synthetic runs
     ("smoke", "runs/smoke"), ("tiny", "runs/tiny"), ("sweeps/configs/gpu_node.py", "runs/gpu_node"),
     ("/a/b/mine.py:big", "runs/mine-big"), ("train:tiny", "runs/train-tiny")])
 def test_the_default_workdir_is_named_for_the_config(config, workdir):
-  assert sweep.default_workdir(config) == workdir
+  assert configs.default_workdir(config) == workdir
 
 
 def _bytes(folder) -> dict[str, bytes]:
