@@ -16,9 +16,9 @@ inherits the batch's data and the function (a closure: only the result is pickle
 Forking is safe only in a process whose other threads cannot hold a lock the child needs:
 `allowed` is entered by `chinchax fit`, whose process starts no thread of its own during a fit
 but numpy's (OpenBLAS's pool, which re-forms itself in a child through pthread_atfork).
-Library calls (a notebook, the sweep's process with jax's threads) never fork, nor does an
-allowed process while a Python thread runs beside it (`--plots` starts one) or off Linux
-(macOS's Accelerate is not fork-safe): there `map_chunks` returns None and the caller uses
+Library calls (a notebook, the sweep's process) never fork, nor does an allowed process
+while a Python thread runs beside it (`--plots` starts one), once it has imported jax (its
+runtime's threads), or off Linux (macOS's Accelerate is not fork-safe): there `map_chunks` returns None and the caller uses
 threads. A child that fails in any way (an exception, killed, out of memory) has its chunk
 computed again in this process, which then raises what the child raised, with its traceback
 here: the result never depends on where a chunk ran.
@@ -49,8 +49,9 @@ def allowed():
 
 
 def usable() -> bool:
+  # jax's runtime keeps threads of its own (and warns at a fork once it has started).
   return (_allowed and sys.platform.startswith("linux") and hasattr(os, "fork")
-          and threading.active_count() == 1)
+          and threading.active_count() == 1 and "jax" not in sys.modules)
 
 
 def map_chunks(fn: Callable[[Any], Any], chunks: Sequence[Any]) -> list[Any] | None:

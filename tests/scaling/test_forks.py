@@ -1,6 +1,7 @@
 """scaling/numerics/forks.py: chunks computed in forked children come back in order, a child
 that dies or raises has its chunk computed (and its error raised) in the parent, no child
-outlives the call, and nothing forks outside `allowed()` or beside another Python thread.
+outlives the call, and nothing forks outside `allowed()`, beside another Python thread or
+where jax is imported.
 `chinchax fit`, which forks, writes the law a library call (threads, or one chunk after
 another) writes, Approaches 2 and 3 alike."""
 
@@ -108,6 +109,7 @@ def test_nothing_forks_outside_allowed_or_beside_a_thread(monkeypatch):
     raise AssertionError("forked")
   monkeypatch.setattr(os, "fork", no_fork)
   monkeypatch.setattr(threading, "active_count", lambda: 1)
+  monkeypatch.delitem(sys.modules, "jax", raising=False)
   assert forks.map_chunks(lambda c: c, [1, 2]) is None  # not allowed
   with forks.allowed():
     with forks.allowed():
@@ -115,7 +117,10 @@ def test_nothing_forks_outside_allowed_or_beside_a_thread(monkeypatch):
     assert forks.usable() == sys.platform.startswith("linux")  # still allowed after the inner
     monkeypatch.setattr(threading, "active_count", lambda: 2)
     assert forks.map_chunks(lambda c: c, [1, 2]) is None  # another thread runs
-  monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setitem(sys.modules, "jax", sys)
+    assert forks.map_chunks(lambda c: c, [1, 2]) is None  # jax is imported
+    monkeypatch.delitem(sys.modules, "jax")
   assert not forks.usable()  # the outer block restored "not allowed"
 
 
