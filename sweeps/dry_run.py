@@ -45,7 +45,6 @@ from chinchax.sweeps import executors, fit_forecast, recipe as recipe_lib, spec 
 from chinchax.sweeps import wsd
 from chinchax.sweeps.accel import aot, aot_cache, gpu_budget, readiness
 from chinchax.sweeps.chips import cpu_time, hardware
-from chinchax.sweeps.dry_run_options import Options
 from chinchax.sweeps.grid import Cell
 from chinchax.sweeps.spec import Executor
 
@@ -184,8 +183,9 @@ def row_json(r: readiness.Row) -> dict:
 # --------------------------------------------------------------------------- the command
 
 
-def run(spec: spec_lib.Spec, opts: Options) -> int:
-  """The whole dry run: the grid (no data), then with --compile the cells compiled."""
+def run(spec: spec_lib.Spec, opts) -> int:
+  """The whole dry run: the grid (no data), then with --compile the cells compiled. `opts`:
+  the dry run's flags, .compile, .json and .headroom (`chinchax.cli.flags.DryRunFlags`)."""
   c, cells, refusals = spec.config, list(spec.cells), list(spec.refusals)
   if opts.compile is None:
     if opts.json:

@@ -341,3 +341,37 @@ def _named_flag(message: str, argv: list[str]) -> str:
 def _no_none_notice(record: logging.LogRecord) -> bool:
   # ml_collections logs a config returning None before the one-line refusal says so.
   return "get_config() returned None" not in str(record.msg)
+
+
+HEADROOM = 0.10  # the share of HBM a cell of `--dry-run --compile` leaves free, by default
+
+
+@dataclasses.dataclass(frozen=True)
+class DryRunFlags:
+  """`chinchax sweep --dry-run`'s own flags; sweeps/dry_run.py says what they do."""
+
+  compile: str | None = None   # "" = the config's target
+  json: bool = False
+  headroom: float = HEADROOM
+
+
+def split_dry_run_flags(argv: list[str]) -> tuple[list[str], DryRunFlags]:
+  """argv without --compile[=TARGET], --json and --headroom=F, and those flags."""
+  rest, kw = [], {}
+  for arg in argv:
+    name, eq, value = arg.partition("=")
+    if name == "--compile":
+      kw["compile"] = value
+    elif arg == "--json":
+      kw["json"] = True
+    elif name == "--headroom":
+      try:
+        kw["headroom"] = float(value)
+      except ValueError:
+        kw["headroom"] = -1.0
+      if not 0 <= kw["headroom"] < 1:
+        raise UserError(f"--headroom={value!r}: give the fraction of HBM to keep free, "
+                        "from 0 to below 1 (default 0.1)")
+    else:
+      rest.append(arg)
+  return rest, DryRunFlags(**kw)

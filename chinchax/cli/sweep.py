@@ -16,14 +16,14 @@ its TPU slice and checked against its HBM (sweeps/dry_run.py). The library funct
 # What trains, compiles or fits (jax and the rest) is imported once the flags are read, so
 # that --help, --list-configs and a refused flag answer at once.
 from chinchax.errors import UserError
-from chinchax.sweeps import configs, dry_run_options
+from chinchax.sweeps import configs
 from chinchax.cli import exit_status, flags
 
 DEFAULT_CONFIG = configs.path("smoke")
 
 
 def main(argv: list[str]) -> int:
-  argv, checks = dry_run_options.split(argv)  # --compile, --json, --headroom
+  argv, checks = flags.split_dry_run_flags(argv)  # --compile, --json, --headroom
   flags.check_per_cell(argv)
   f = flags.parse_config_flags(argv, "chinchax sweep", DEFAULT_CONFIG,
                                configs.default_workdir(flags.config_arg(argv, "smoke")),
@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
     spec = spec_lib.resolve(f.config, f.workdir)
     executors.check(spec.executor)
     return dry_run.run(spec, checks)
-  if checks != dry_run_options.Options():
+  if checks != flags.DryRunFlags():
     raise UserError("--compile, --json and --headroom go with --dry-run")
   # A process-wide setting, made here before anything starts jax: `chinchax.sweep` called
   # from a library leaves the caller's jax as it is.

@@ -18,8 +18,8 @@ from chinchax.errors import UserError
 from chinchax.sweeps.accel import aot, readiness
 from chinchax.sweeps.chips import hardware
 from chinchax import cli
+from chinchax.cli import flags as cli_flags
 from chinchax.sweeps import dry_run
-from chinchax.sweeps import dry_run_options
 from chinchax.sweeps.train import optimizer
 from chinchax.sweeps import spec as spec_lib
 from chinchax.sweeps.configs import gpu_node, tiny, tpu_v5p
@@ -81,13 +81,13 @@ def test_bytes_as_a_layout_tiles_them():
 
 
 def test_flags_of_the_dry_run():
-  rest, opts = dry_run_options.split(["--dry-run", "--compile=v5e:4x4", "--json",
-                                       "--headroom=0.2", "--config.seed=1"])
+  rest, opts = cli_flags.split_dry_run_flags(["--dry-run", "--compile=v5e:4x4", "--json",
+                                              "--headroom=0.2", "--config.seed=1"])
   assert rest == ["--dry-run", "--config.seed=1"]
-  assert opts == dry_run_options.Options("v5e:4x4", True, 0.2)
-  assert dry_run_options.split(["--compile"])[1].compile == ""
+  assert opts == cli_flags.DryRunFlags("v5e:4x4", True, 0.2)
+  assert cli_flags.split_dry_run_flags(["--compile"])[1].compile == ""
   with pytest.raises(UserError, match="--headroom"):
-    dry_run_options.split(["--headroom=1.5"])
+    cli_flags.split_dry_run_flags(["--headroom=1.5"])
 
 
 def test_dry_run_reads_no_data(tmp_path, monkeypatch, capsys):
