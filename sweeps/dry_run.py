@@ -110,8 +110,6 @@ def _at_once(spec: spec_lib.Spec) -> int:
   return len(executors.cell_devices(e) or [None])
 
 
-
-
 # --------------------------------------------------------------------------- output
 
 
