@@ -18,8 +18,7 @@ import pytest
 from chinchax.scaling import api
 from chinchax.scaling.numerics import forks
 
-# Run in a fresh process: the test process has other threads (pytest-xdist's), where a
-# fork is what the module refuses.
+# Run in a fresh process: this one has imported jax, where the module refuses to fork.
 CHILD = textwrap.dedent("""
   import json, os, signal, sys, time
   from chinchax.scaling.numerics import forks
