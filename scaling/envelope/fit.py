@@ -31,7 +31,7 @@ import numpy as np
 
 from chinchax.errors import UserError
 from chinchax.scaling.runs.table import Curve, Runs
-from chinchax.scaling.numerics import power
+from chinchax.scaling.numerics import forks, power
 
 N_GRID = 1500  # as many C values as Hoffmann et al. used
 KIND = "pairs-curves"  # whole curves resampled with replacement
@@ -165,15 +165,23 @@ def bootstrap_envelope(runs: Runs, n_resamples: int = 1000, seed: int = 0,
   grid = _grid(curves, n_grid)
   _fit(grid, np.arange(len(curves)))  # the data itself must fit
   rng = np.random.default_rng(seed)
-  samples, n_failed = [], 0
-  for _ in range(n_resamples):
-    rows = rng.choice(len(curves), size=len(curves), replace=True)
-    try:
-      fit = _fit(grid, rows)
-    except UserError:
-      n_failed += 1
-      continue
-    samples.append((fit.a, fit.b, fit.log_kN, fit.log_kD))
+  rows_R = [rng.choice(len(curves), size=len(curves), replace=True) for _ in range(n_resamples)]
+
+  def refit(rows_list) -> tuple[list[tuple[float, ...]], int]:
+    samples, failed = [], 0
+    for rows in rows_list:
+      try:
+        fit = _fit(grid, rows)
+      except UserError:
+        failed += 1
+        continue
+      samples.append((fit.a, fit.b, fit.log_kN, fit.log_kD))
+    return samples, failed
+
+  # The resamples drawn first, then refitted a share per core (`numerics.forks`): the same
+  # draws wherever they are refitted.
+  parts = forks.map_shares(refit, rows_R)
+  samples, n_failed = [s for p, _ in parts for s in p], sum(f for _, f in parts)
   columns = np.array(samples, np.float64).reshape(-1, 4).T
   return {"a": columns[0], "b": columns[1], "log_kN": columns[2], "log_kD": columns[3],
           "n_resamples": n_resamples, "n_failed": n_failed, "seed": seed, "kind": KIND}

@@ -36,7 +36,6 @@ are (`combine`), and the noise the local fits measure (`local_noise`); shared by
 fit's agreement check (`isoflop_minima`) and the bootstrap (`isoflop_bootstrap`)."""
 
 import dataclasses
-import os
 import warnings
 
 import numpy as np
@@ -270,8 +269,6 @@ def draws(bud: budgets.Budgets, model, method: str, n_resamples: int, seed: int,
     ok = kept.sum(axis=1) >= 2
     return int(len(Y_Rxn) - ok.sum()), np.stack(budgets.power_laws(bud, x[ok], kept[ok]))
 
-  cuts = np.linspace(0, len(Y_chunks), min(os.cpu_count() or 1, len(Y_chunks)) + 1).astype(int)
-  shares = forks.map_chunks(lambda ys: [refit(Y) for Y in ys],
-                            [Y_chunks[i:j] for i, j in zip(cuts[:-1], cuts[1:])])
-  parts = [p for share in shares for p in share] if shares else [refit(Y) for Y in Y_chunks]
-  return (np.concatenate([c for _, c in parts], axis=1), sum(f for f, _ in parts))
+  parts = [p for share in forks.map_shares(lambda ys: [refit(Y) for Y in ys], Y_chunks)
+           for p in share]
+  return np.concatenate([c for _, c in parts], axis=1), sum(f for f, _ in parts)

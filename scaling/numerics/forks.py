@@ -2,11 +2,13 @@
 
     with forks.allowed():                 # a command whose process runs nothing else
       parts = forks.map_chunks(fn, chunks)  # [fn(c) for c in chunks], or None: use threads
+      parts = forks.map_shares(fn, items)   # fn on a share of items per core, or [fn(items)]
 
-Two fits use it: Approach 3's Newton batches (`parametric.huber.on_all_cores`: its bootstrap,
-and the multistart reference) and Approach 2's bootstrap refits (`isoflop.local.draws`,
-which otherwise refits its chunks one after another: 1.36 s of a 2.2 s `chinchax fit
---bootstrap=4000` of 240 runs, 0.71 s forked, on the 2-core machine). A Newton batch is
+The fits use it: Approach 3's Newton batches (`parametric.huber.on_all_cores`: its
+bootstrap, and the multistart reference), and the bootstraps of Approach 2
+(`isoflop.local.draws`) and Approach 1 (`envelope.fit.bootstrap_envelope`), which otherwise
+refit their resamples one chunk or one resample after another (Approach 2: 1.36 s of a 2.2 s
+`chinchax fit --bootstrap=4000` of 240 runs, 0.71 s forked, on the 2-core machine). A Newton batch is
 hundreds of numpy operations on arrays of ~65k elements: numpy releases the GIL inside each,
 yet two threads contend for it between them. There a 4,000-resample bootstrap ran 0.44 s in
 two threads against 0.48 s in one (0.68 s of CPU), while two processes each ran their half
@@ -52,6 +54,17 @@ def usable() -> bool:
   # jax's runtime keeps threads of its own (and warns at a fork once it has started).
   return (_allowed and sys.platform.startswith("linux") and hasattr(os, "fork")
           and threading.active_count() == 1 and "jax" not in sys.modules)
+
+
+def map_shares(fn: Callable[[Sequence[Any]], Any], items: Sequence[Any]) -> list[Any]:
+  """[fn(share) for share in shares]: `items` cut into one contiguous share per core, each in
+  a forked child (the first here) where this process may fork; else [fn(items)], one call
+  here on them all."""
+  n = min(os.cpu_count() or 1, len(items))
+  if n < 2 or not usable():
+    return [fn(items)]
+  cuts = [round(i * len(items) / n) for i in range(n + 1)]
+  return map_chunks(fn, [items[i:j] for i, j in zip(cuts[:-1], cuts[1:])])
 
 
 def map_chunks(fn: Callable[[Any], Any], chunks: Sequence[Any]) -> list[Any] | None:

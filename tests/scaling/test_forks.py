@@ -3,7 +3,7 @@ that dies or raises has its chunk computed (and its error raised) in the parent,
 outlives the call, and nothing forks outside `allowed()`, beside another Python thread or
 where jax is imported.
 `chinchax fit`, which forks, writes the law a library call (threads, or one chunk after
-another) writes, Approaches 2 and 3 alike."""
+another) writes, for each approach."""
 
 import json
 import os
@@ -38,6 +38,9 @@ CHILD = textwrap.dedent("""
     out["values"] = [v for _, v, _ in got]
     out["pids"] = [p for p, _, _ in got]
     out["may_fork"] = [u for _, _, u in got]  # a child forks no children of its own
+    got = forks.map_shares(lambda share: (os.getpid(), list(share)), list(range(7)))
+    out["shares"] = [share for _, share in got]
+    out["share_pids"] = len({p for p, _ in got})
     out["me"] = me
     out["gone"] = gone()
 
@@ -92,6 +95,11 @@ def test_children_compute_chunks_in_order_and_failures_come_home():
   me, pids = out["me"], out["pids"]
   assert pids[0] == me and len({me, *pids[1:]}) == 3, pids  # two children, one each
   assert out["may_fork"] == [True, False, False]
+  # One contiguous share per core (os.cpu_count() of them), each in its own process.
+  n = min(os.cpu_count() or 1, 7)
+  assert [x for share in out["shares"] for x in share] == list(range(7))
+  assert len(out["shares"]) == n and out["share_pids"] == n
+  assert max(map(len, out["shares"])) - min(map(len, out["shares"])) <= 1
   assert out["gone"]
   # The dead child's chunk was computed by the parent; the living child's was not.
   assert out["died"] == [[True, 1], [True, 2], [False, 3]]
@@ -110,6 +118,7 @@ def test_nothing_forks_outside_allowed_or_beside_a_thread(monkeypatch):
   monkeypatch.setattr(threading, "active_count", lambda: 1)
   monkeypatch.delitem(sys.modules, "jax", raising=False)
   assert forks.map_chunks(lambda c: c, [1, 2]) is None  # not allowed
+  assert forks.map_shares(lambda share: list(share), [1, 2, 3]) == [[1, 2, 3]]  # one call, here
   with forks.allowed():
     with forks.allowed():
       pass
@@ -123,6 +132,25 @@ def test_nothing_forks_outside_allowed_or_beside_a_thread(monkeypatch):
   assert not forks.usable()  # the outer block restored "not allowed"
 
 
+def _write_csv(path, N, D, loss):
+  path.write_text("N,D,loss\n" + "".join(f"{float(n)!r},{float(d)!r},{float(l)!r}\n"
+                                         for n, d, l in zip(N, D, loss)))
+
+
+def _same_law_from_command_and_library(tmp_path, csv, approaches, bootstrap):
+  r = subprocess.run([sys.executable, "-m", "chinchax.cli", "fit", str(csv),
+                      f"--approach={approaches}", f"--bootstrap={bootstrap}",
+                      f"--out={tmp_path / 'cmd.json'}", "--quiet"],
+                     capture_output=True, text=True, timeout=300)
+  assert r.returncode == 0, r.stderr[-3000:]
+  api.fit([str(csv)], approaches=approaches, bootstrap=bootstrap,
+          out=str(tmp_path / "lib.json"))
+  cmd, lib = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("cmd", "lib"))
+  for law in (cmd, lib):
+    law.pop("provenance", None)
+  assert cmd == lib
+
+
 @pytest.mark.slow  # runs the command in a process
 def test_the_command_that_forks_writes_the_law_a_library_call_writes(tmp_path):
   rng = np.random.default_rng(3)
@@ -131,18 +159,13 @@ def test_the_command_that_forks_writes_the_law_a_library_call_writes(tmp_path):
                       for c in np.geomspace(1e18, 1e20, 6)])
   D = C / (6 * N)
   loss = (1.7 + 400 / N**0.34 + 410 / D**0.28) * np.exp(0.01 * rng.standard_normal(len(N)))
-  csv = tmp_path / "runs.csv"
-  csv.write_text("N,D,loss\n" + "".join(f"{float(n)!r},{float(d)!r},{float(l)!r}\n"
-                                           for n, d, l in zip(N, D, loss)))
+  _write_csv(tmp_path / "isoflop.csv", N, D, loss)
   # Approach 3: 1,000 resamples and a pilot of 400 with three starts, 1,800 starts, a chunk
   # per core; Approach 2: two chunks of 500 resamples.
-  args = ["--approach=2,3", "--bootstrap=1000"]
-  r = subprocess.run([sys.executable, "-m", "chinchax.cli", "fit", str(csv), *args,
-                      f"--out={tmp_path / 'cmd.json'}", "--quiet"],
-                     capture_output=True, text=True, timeout=300)
-  assert r.returncode == 0, r.stderr[-3000:]
-  api.fit([str(csv)], approaches="2,3", bootstrap=1000, out=str(tmp_path / "lib.json"))
-  cmd, lib = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("cmd", "lib"))
-  for law in (cmd, lib):
-    law.pop("provenance", None)
-  assert cmd == lib
+  _same_law_from_command_and_library(tmp_path, tmp_path / "isoflop.csv", "2,3", 1000)
+  # Approach 1 on runs of 8 sizes at 10 token counts each: 1,000 resamples of the curves.
+  N = np.repeat(np.geomspace(1e7, 1e9, 8), 10)
+  D = N * np.tile(np.geomspace(2, 200, 10), 8)
+  loss = (1.7 + 400 / N**0.34 + 410 / D**0.28) * np.exp(0.003 * rng.standard_normal(len(N)))
+  _write_csv(tmp_path / "grid.csv", N, D, loss)
+  _same_law_from_command_and_library(tmp_path, tmp_path / "grid.csv", "1", 1000)
