@@ -371,7 +371,7 @@ def split_dry_run_flags(argv: list[str]) -> tuple[list[str], DryRunFlags]:
         kw["headroom"] = -1.0
       if not 0 <= kw["headroom"] < 1:
         raise UserError(f"--headroom={value!r}: give the fraction of HBM to keep free, "
-                        "from 0 to below 1 (default 0.1)")
+                        f"from 0 to below 1 (default {HEADROOM:g})")
     else:
       rest.append(arg)
   return rest, DryRunFlags(**kw)
