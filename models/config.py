@@ -66,9 +66,6 @@ import dataclasses
 import math
 from typing import Literal
 
-import jax
-import jax.numpy as jnp
-
 from chinchax.errors import UserError
 from chinchax.scaling.numerics import fmt
 from chinchax.scaling.runs import conventions
@@ -76,12 +73,10 @@ from chinchax.scaling.runs.conventions import ParamsConvention, Shape
 
 
 Remat = Literal["none", "minimal", "full"]
-REMAT_POLICIES: dict[str, object] = {
-    "none": None,
-    "minimal": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
-    "full": jax.checkpoint_policies.nothing_saveable,
-}
-DTYPES: dict[str, jnp.dtype] = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+# Names only: jax is imported where the model is built (`decoder.REMAT_POLICIES`, the dtype
+# properties below), so that `chinchax models` and the grid read shapes without it.
+REMAT = ("none", "minimal", "full")
+DTYPES = ("float32", "bfloat16")
 ATTENTION = ("auto", "xla", "cudnn")  # `attention`: see the module docstring
 
 
@@ -110,9 +105,8 @@ class ModelConfig:
       if getattr(self, name) not in DTYPES:
         raise UserError(
             f"model: {name}={getattr(self, name)!r} is not one of {', '.join(DTYPES)}")
-    if self.remat not in REMAT_POLICIES:
-      raise UserError(
-          f"model: remat={self.remat!r} is not one of {', '.join(REMAT_POLICIES)}")
+    if self.remat not in REMAT:
+      raise UserError(f"model: remat={self.remat!r} is not one of {', '.join(REMAT)}")
     if self.attn_block is not None and self.attn_block < 0:
       raise UserError(f"model: attn_block must be >= 0 (0: off), got {self.attn_block}")
     if self.z_loss < 0:
@@ -126,7 +120,7 @@ class ModelConfig:
     """`attention` resolved for a backend (`jax.default_backend()` unless given): xla | cudnn.
 
     A UserError where `cudnn` is asked for and cannot run there."""
-    platform = platform or jax.default_backend()
+    platform = platform or _backend()
     why_not = []
     if platform not in ("gpu", "cuda"):
       why_not.append(f"a GPU (this backend is {platform})")
@@ -146,15 +140,26 @@ class ModelConfig:
     """`attn_block` resolved: None is the backend's default."""
     if self.attn_block is not None:
       return self.attn_block
-    return max(32, self.shape.seq_len // 4) if jax.default_backend() == "cpu" else 0
+    return max(32, self.shape.seq_len // 4) if _backend() == "cpu" else 0
 
   @property
-  def dtype(self) -> jnp.dtype:
-    return DTYPES[self.compute_dtype]
+  def dtype(self):
+    return _jnp_dtype(self.compute_dtype)
 
   @property
-  def pdtype(self) -> jnp.dtype:
-    return DTYPES[self.param_dtype]
+  def pdtype(self):
+    return _jnp_dtype(self.param_dtype)
+
+
+
+def _backend() -> str:
+  import jax  # pylint: disable=g-import-not-at-top
+  return jax.default_backend()
+
+
+def _jnp_dtype(name: str):
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+  return {"float32": jnp.float32, "bfloat16": jnp.bfloat16}[name]
 
 
 ASPECT = 64        # d_model / n_layers

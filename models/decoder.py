@@ -42,7 +42,14 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from chinchax.models.config import REMAT_POLICIES, ModelConfig
+from chinchax.models.config import ModelConfig
+
+# `ModelConfig.remat` -> what each scanned block saves for the backward pass.
+REMAT_POLICIES: dict[str, object] = {
+    "none": None,
+    "minimal": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+    "full": jax.checkpoint_policies.nothing_saveable,
+}
 
 Array = jax.Array
 

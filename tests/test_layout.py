@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # The import name of each folder (pyproject.toml's package-dir).
 FOLDERS = {"chinchax": "chinchax", "chinchax.scaling": "scaling", "chinchax.models": "models",
            "chinchax.sweeps": "sweeps", "chinchax.launch": "launch"}
-HEAVY = ("jax", "jaxlib", "flax", "optax", "orbax")
+HEAVY = ("jax", "jaxlib", "flax", "optax", "orbax", "grain")  # grain imports jax
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,10 +143,13 @@ def test_layers_import_downwards(package, may_not_import):
 
 @pytest.mark.parametrize("start", ["chinchax.sweeps.grid", "chinchax", "chinchax.cli",
                                    "chinchax.cli.plan", "chinchax.cli.sweep",
-                                   "chinchax.cli.train"])
+                                   "chinchax.cli.train", "chinchax.cli.next",
+                                   "chinchax.cli.data", "chinchax.cli.tokenizer",
+                                   "chinchax.cli.models", "chinchax.models.config",
+                                   "chinchax.sweeps.data"])
 def test_no_jax_on_import(start):
   """The grid is decided before compute; `import chinchax` and `chinchax plan` stay cheap,
-  and so do `chinchax sweep --help` and `train --help` (they import what trains later)."""
+  and so does every command's --help (what trains or reads batches is imported later)."""
   edges = graph(module_level_only=True)
   heavy = {(name, i) for name in reachable(edges, start) for i in outside_imports(name)
            if i in HEAVY}

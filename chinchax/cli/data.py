@@ -20,8 +20,6 @@ import tempfile
 
 from chinchax import atomic
 from chinchax.errors import UserError
-from chinchax.sweeps import console
-from chinchax.sweeps.data import pipeline, prepare, tokenizers
 from chinchax.cli import argtypes
 
 
@@ -50,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _tokenizer(args, name: str, out: str) -> tuple[str | None, int]:
   """(the model's path, vocabulary) written under out/chinchax_tokenizers/NAME/."""
+  from chinchax.sweeps.data import prepare, tokenizers  # pylint: disable=g-import-not-at-top
   if args.tokenizer == "bytes":
     return None, tokenizers.BytesTokenizer.vocab_size
   folder = os.path.join(out, "chinchax_tokenizers", args.name)
@@ -77,10 +76,14 @@ def _tokenizer(args, name: str, out: str) -> tuple[str | None, int]:
 
 
 def main(argv: list[str]) -> int:
+  args = _parser().parse_args(argv)
+  # Once the flags are read: TFDS and the pipeline (grain, jax) take 1.5 s to import, which
+  # --help and a refused flag need not wait for.
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps import console  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.data import pipeline, prepare  # pylint: disable=g-import-not-at-top
   console.quiet_tfds()
   tfds.disable_progress_bar()
-  args = _parser().parse_args(argv)
   out = pipeline.resolve_data_dir(args.out)
   atomic.check_backend(out, "--out")
   atomic.check_writable(out, "--out", folder=True)

@@ -39,7 +39,6 @@ from chinchax.errors import UserError
 from chinchax.scaling import api
 from chinchax.scaling.select import answer, decide
 from chinchax.scaling.select import pool as pool_lib
-from chinchax.sweeps import spec
 from chinchax.sweeps.adaptive import rounds
 
 
@@ -92,6 +91,9 @@ def _grid_pool(workdir: str) -> pool_lib.Pool:
   except (ValueError, TypeError) as e:
     raise UserError(f"{path}: cannot read it as a sweep config ({e}); give the pool as "
                     "--candidates=CSV") from None
+  # Here, not at the top: the sweep's spec imports the trainer (jax), which --help, a refused
+  # flag and a pool given as --candidates do without.
+  from chinchax.sweeps import spec  # pylint: disable=g-import-not-at-top
   cells = spec.pool_cells(config)
   return pool_lib.make_pool(
       [c.N for c in cells], [c.D for c in cells], budget=[c.budget for c in cells],

@@ -10,7 +10,6 @@ import os
 
 from chinchax import atomic
 from chinchax.errors import UserError
-from chinchax.sweeps.data import pipeline, text_builder, tokenizers
 
 MIN_VOCAB = 260  # 256 byte pieces and 3 specials, and one more
 VAL_FRACTION = 0.05
@@ -24,7 +23,10 @@ def train_tokenizer(corpus: str, vocab: int, out: str, *, model_type: str = "bpe
   if vocab < MIN_VOCAB:
     raise UserError(f"--vocab={vocab} is too small: 256 byte pieces and 3 specials "
                     f"need at least {MIN_VOCAB}")
+  # Here, not at the top: `chinchax tokenizer --help` reads this module's defaults, and the
+  # pipeline imports grain and jax (1.1 s), the builder TFDS.
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.data import pipeline, text_builder, tokenizers  # pylint: disable=g-import-not-at-top
   data_dir = pipeline.resolve_data_dir(data_dir)
   name = text_builder.build(corpus, data_dir, val_fraction)
   src = tfds.data_source(name, data_dir=data_dir)

@@ -51,6 +51,21 @@ def test_help_and_refused_flags_of_the_training_commands_import_no_jax():
   assert r.stderr.splitlines()[-1] == "[0, 0, 2, 0, 2] []", r.stderr[-2000:]
 
 
+@pytest.mark.slow  # a process of its own: this one has imported jax
+def test_every_subcommands_help_imports_no_jax():
+  # 0.1-0.6 s each, where `next`, `data`, `tokenizer` and `models` took 0.8-1.9 s.
+  code = ("import sys; from chinchax import cli\n"
+          "HEAVY = {'jax', 'flax', 'optax', 'orbax', 'grain'}\n"
+          "for command in sorted(cli.COMMANDS):\n"
+          "  rc = cli.run([command, '--help'])\n"
+          "  heavy = sorted({m.split('.')[0] for m in sys.modules} & HEAVY)\n"
+          "  print(command, rc, heavy, file=sys.stderr)\n")
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert r.returncode == 0, r.stderr[-2000:]
+  rows = [line for line in r.stderr.splitlines() if line.split(" ")[0] in cli.COMMANDS]
+  assert rows == [f"{c} 0 []" for c in sorted(cli.COMMANDS)], r.stderr[-2000:]
+
+
 def test_config_commands_list_every_key_with_default_and_meaning(capsys):
   rc, out, _ = run(capsys, "sweep", "--help")
   assert rc == 0
