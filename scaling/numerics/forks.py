@@ -56,11 +56,21 @@ def usable() -> bool:
           and threading.active_count() == 1 and "jax" not in sys.modules)
 
 
+def cores() -> int:
+  """The cores this process may run on: its CPU affinity (`taskset`, a container's cpuset)
+  where the OS keeps one, else all the machine's. os.cpu_count() counts the machine's even
+  under `taskset -c 0`, where two shares would then take turns on one core."""
+  try:
+    return len(os.sched_getaffinity(0)) or 1
+  except AttributeError:  # macOS, Windows: no affinity
+    return os.cpu_count() or 1
+
+
 def map_shares(fn: Callable[[Sequence[Any]], Any], items: Sequence[Any]) -> list[Any]:
-  """[fn(share) for share in shares]: `items` cut into one contiguous share per core, each in
-  a forked child (the first here) where this process may fork; else [fn(items)], one call
-  here on them all."""
-  n = min(os.cpu_count() or 1, len(items))
+  """[fn(share) for share in shares]: `items` cut into one contiguous share per core
+  (`cores`), each in a forked child (the first here) where this process may fork; else
+  [fn(items)], one call here on them all."""
+  n = min(cores(), len(items))
   if n < 2 or not usable():
     return [fn(items)]
   cuts = [round(i * len(items) / n) for i in range(n + 1)]

@@ -17,7 +17,6 @@ here.
 
 import concurrent.futures
 import dataclasses
-import os
 
 import numpy as np
 
@@ -341,7 +340,7 @@ def on_all_cores(minimize, th_Sx5: np.ndarray, *also: np.ndarray, group_S=None):
   with a row per start, cut where the starts are; with `group_S` (non-decreasing), chunks
   hold whole groups (the starts of one resample, which merge and stop by each other's best)."""
   S = len(th_Sx5)
-  n = max(1, min(os.cpu_count() or 1, 8, S // 256))
+  n = max(1, min(forks.cores(), 8, S // 256))
   if n == 1:
     return minimize(th_Sx5, *also)
   cuts = np.linspace(0, S, n + 1).astype(int)

@@ -29,6 +29,7 @@ from typing import Any
 
 from chinchax import pids
 from chinchax.errors import UserError
+from chinchax.scaling.numerics import forks
 
 # What a worker imports before its first job: the forkserver imports these once.
 PRELOAD = ("chinchax.scaling.plots.law", "chinchax.scaling.plots.residuals",
@@ -96,10 +97,7 @@ def processes(own_load: bool = False) -> int:
       raise UserError(f"CHINCHAX_PLOT_WORKERS must be a whole number of processes (0: draw "
                       f"the figures in this process), got {given!r}")
     return int(given)
-  try:
-    cpus = len(os.sched_getaffinity(0))
-  except AttributeError:  # not on Linux
-    cpus = os.cpu_count() or 1
+  cpus = forks.cores()
   try:
     busy = os.getloadavg()[0] >= cpus and not own_load
   except OSError:  # no load average here

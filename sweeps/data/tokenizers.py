@@ -17,13 +17,13 @@ dummy prefix it counts one extra byte per encoded string.
 
 import hashlib
 import io
-import os
 from typing import Iterable, Protocol
 
 import numpy as np
 
 from chinchax import atomic
 from chinchax.errors import UserError
+from chinchax.scaling.numerics import forks
 
 
 class Tokenizer(Protocol):
@@ -84,7 +84,7 @@ class SentencePieceTokenizer:
     return np.asarray(self._sp.encode(text), np.int32)
 
   def encode_batch(self, texts: list[str]) -> list[np.ndarray]:
-    return [np.asarray(x, np.int32) for x in self._sp.encode(texts, num_threads=os.cpu_count())]
+    return [np.asarray(x, np.int32) for x in self._sp.encode(texts, num_threads=forks.cores())]
 
   def decode(self, ids) -> str:
     return self._sp.decode([int(i) for i in np.asarray(ids)])

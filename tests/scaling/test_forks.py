@@ -41,6 +41,12 @@ CHILD = textwrap.dedent("""
     got = forks.map_shares(lambda share: (os.getpid(), list(share)), list(range(7)))
     out["shares"] = [share for _, share in got]
     out["share_pids"] = len({p for p, _ in got})
+    # Pinned to one core (as by `taskset -c 0`), one share, computed here.
+    cpus = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpus[0]})
+    got = forks.map_shares(lambda share: (os.getpid(), list(share)), list(range(7)))
+    out["pinned"] = [[p == me, share] for p, share in got]
+    os.sched_setaffinity(0, set(cpus))
     out["me"] = me
     out["gone"] = gone()
 
@@ -95,11 +101,12 @@ def test_children_compute_chunks_in_order_and_failures_come_home():
   me, pids = out["me"], out["pids"]
   assert pids[0] == me and len({me, *pids[1:]}) == 3, pids  # two children, one each
   assert out["may_fork"] == [True, False, False]
-  # One contiguous share per core (os.cpu_count() of them), each in its own process.
-  n = min(os.cpu_count() or 1, 7)
+  # One contiguous share per core this process may run on, each in its own process.
+  n = min(len(os.sched_getaffinity(0)), 7)
   assert [x for share in out["shares"] for x in share] == list(range(7))
   assert len(out["shares"]) == n and out["share_pids"] == n
   assert max(map(len, out["shares"])) - min(map(len, out["shares"])) <= 1
+  assert out["pinned"] == [[True, [0, 1, 2, 3, 4, 5, 6]]]
   assert out["gone"]
   # The dead child's chunk was computed by the parent; the living child's was not.
   assert out["died"] == [[True, 1], [True, 2], [False, 3]]
