@@ -115,7 +115,13 @@ budget, 56-59% of the cell time, Approach 2's interval of a 0.168-0.187 wide aga
 0.089-0.145 and Approach 3's up to 0.44 wide against 0.31; with the largest budget's middle
 three sizes, 82-84%, Approaches 2 and 3 0.216 apart on seed 1. The same kind of machine has run
 40% slower (406 s warm and 475 s cold for an older release): the wall time follows the host's
-speed, which the load average does not show.
+speed, which the load average does not show. Where the time goes (2026-11-28, reference 116-118k
+and 51k tok/s: 172-180 s warm, 204 s cold). One cell alone in the trainer's loop steps as fast
+as bench/step_bench.py (10.1k parameters: 1.34 ms a step); in the sweep the three smallest
+sizes step 1.3x slower than alone and the others 1.02-1.1x, and a process pinned to the other
+core slows the 10.1k step by 9-13% too: the cores share cache and memory, whatever runs the
+cells. XLA's kernels are 277 s of the sweep's 325 s of CPU. At 67.9k parameters attention is
+45% of the step: its products of head_dim 8 run at 11-42 GFLOP/s, the weights' at 50-90.
 
 The LR line checked against a measured law (bench/hparams_smoke_bench.py: the
 hparams_smoke sweep's runs at this sweep's batch of 8 x 64, fitted by `chinchax fit-hparams`):
