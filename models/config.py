@@ -151,7 +151,6 @@ class ModelConfig:
     return _jnp_dtype(self.param_dtype)
 
 
-
 def _backend() -> str:
   import jax  # pylint: disable=g-import-not-at-top
   return jax.default_backend()
