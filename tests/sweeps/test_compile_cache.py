@@ -1,0 +1,90 @@
+"""sweeps.accel.compile_cache: a CPU program compiled for some devices is read back from the
+persistent cache by a fresh process that runs it on others, with the right values there.
+
+Each process is a fresh `python -c` of 4 CPU devices (jax's device count is fixed once it
+starts) sharing one cache folder: the first compiles a one-device program on device 1 and a
+two-device program (a sum across its shards: a collective) on devices 0 and 1; the second
+compiles the same programs for device 0, and for devices 2 and 3.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+SCRIPT = r"""
+import json, sys
+import jax
+jax.config.update("jax_num_cpu_devices", 4)
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from chinchax.sweeps.accel import compile_cache
+
+cache, one, pair, wrap = sys.argv[1], int(sys.argv[2]), [int(i) for i in sys.argv[3].split(",")], sys.argv[4] == "1"
+if wrap:
+  compile_cache.enable(cache)
+else:  # jax's own key, for the test that this one fails without the wrapper
+  jax.config.update("jax_compilation_cache_dir", cache)
+  jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+  jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+hits = []
+jax.monitoring.register_event_listener(
+    lambda name, **kw: hits.append(1) if name == "/jax/compilation_cache/cache_hits" else None)
+
+def compiled(f, *args):
+  before = len(hits)
+  exe = jax.jit(f).lower(*args).compile()
+  return exe, len(hits) - before
+
+x = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+d = jax.devices()[one]
+exe, hit_one = compiled(lambda a: jnp.tanh(a) @ a.T + 1.0, jax.device_put(x, d))
+y = exe(jax.device_put(x, d))
+
+mesh = Mesh(np.array([jax.devices()[i] for i in pair]), ("data",))
+rows = jax.device_put(np.arange(16, dtype=np.float32).reshape(8, 2), NamedSharding(mesh, P("data")))
+exe2, hit_pair = compiled(lambda r: jnp.sum(r * r, axis=0), rows)
+s = exe2(rows)
+print(json.dumps({"hit_one": hit_one, "hit_pair": hit_pair, "one": np.asarray(y).tolist(),
+                  "one_on": sorted(d.id for d in y.devices()), "pair": np.asarray(s).tolist(),
+                  "pair_on": sorted(d.id for d in s.devices())}))
+"""
+
+
+def _run(cache, one, pair, wrap=True) -> dict:
+  env = dict(os.environ, JAX_PLATFORMS="cpu")
+  env.pop("XLA_FLAGS", None)
+  p = subprocess.run([sys.executable, "-c", SCRIPT, str(cache), str(one), pair, "1" if wrap else "0"],
+                     env=env, capture_output=True, text=True, timeout=120)
+  assert p.returncode == 0, p.stderr[-2000:]
+  return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _expected():
+  x = np.arange(12, dtype=np.float64).reshape(3, 4) / 7
+  rows = np.arange(16, dtype=np.float64).reshape(8, 2)
+  return np.tanh(x) @ x.T + 1.0, (rows * rows).sum(axis=0)
+
+
+@pytest.mark.slow
+def test_an_entry_compiled_on_some_cpu_devices_serves_a_process_on_others(tmp_path):
+  first = _run(tmp_path, 1, "0,1")
+  assert (first["hit_one"], first["hit_pair"]) == (0, 0)  # an empty cache compiles both
+  second = _run(tmp_path, 0, "2,3")
+  assert second["hit_one"] >= 1 and second["hit_pair"] >= 1
+  one, pair = _expected()
+  assert second["one_on"] == [0] and second["pair_on"] == [2, 3]
+  np.testing.assert_allclose(second["one"], one, rtol=1e-6)
+  np.testing.assert_allclose(second["pair"], pair, rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_jax_alone_keys_cpu_entries_by_device(tmp_path):
+  """What the wrapper is for: with jax's own key, the second process compiles again."""
+  _run(tmp_path, 1, "0,1", wrap=False)
+  second = _run(tmp_path, 0, "2,3", wrap=False)
+  assert (second["hit_one"], second["hit_pair"]) == (0, 0)
