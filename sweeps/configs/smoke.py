@@ -122,6 +122,9 @@ sizes step 1.3x slower than alone and the others 1.02-1.1x, and a process pinned
 core slows the 10.1k step by 9-13% too: the cores share cache and memory, whatever runs the
 cells. XLA's kernels are 277 s of the sweep's 325 s of CPU. At 67.9k parameters attention is
 45% of the step: its products of head_dim 8 run at 11-42 GFLOP/s, the weights' at 50-90.
+On 2026-12-01 (reference 143k and 55k tok/s): 201 s cold; warm, once the compile cache read
+every size's programs back on either core (sweeps/accel/compile_cache.py), 184 s at a reference
+of 114-129k and 50-51k, compile and init 17 s of the cells' time against 45 s the run before.
 
 The LR line checked against a measured law (bench/hparams_smoke_bench.py: the
 hparams_smoke sweep's runs at this sweep's batch of 8 x 64, fitted by `chinchax fit-hparams`):
