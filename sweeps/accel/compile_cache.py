@@ -11,7 +11,7 @@ One program, one entry, whichever CPU devices run it. jax keys an entry by the d
 program was compiled for as well (it leaves them out on GPUs only), and the packed executor's
 cells land on CPU device 0 or 1 by which core is free first: in a second smoke sweep 7 of the 9
 sizes drew the other device and compiled their train chunk, init and eval step again (31.5 s of
-the cells' compile time against 8 s with hits). On a CPU the compiled code does not depend on
+the cells' compile time against 9.3 s with hits). On a CPU the compiled code does not depend on
 which devices run it: an entry is loaded with the caller's own device assignment
 (`backend.deserialize_executable`), so `_one_key_for_any_cpu_devices` keys CPU programs by their
 devices' count and arrangement only, as jax does for GPUs
@@ -45,6 +45,7 @@ def enable(path: str | None = None) -> str | None:
   if path.lower() in OFF:
     return None
   if jax.config.jax_compilation_cache_dir:  # already set by the user or an earlier call
+    _one_key_for_any_cpu_devices()
     return jax.config.jax_compilation_cache_dir
   try:
     atomic.check_writable(path, ENV if named else "the compile cache", folder=True)

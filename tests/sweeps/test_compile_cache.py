@@ -4,7 +4,8 @@ persistent cache by a fresh process that runs it on others, with the right value
 Each process is a fresh `python -c` of 4 CPU devices (jax's device count is fixed once it
 starts) sharing one cache folder: the first compiles a one-device program on device 1 and a
 two-device program (a sum across its shards: a collective) on devices 0 and 1; the second
-compiles the same programs for device 0, and for devices 2 and 3.
+compiles the same programs for device 0, and for devices 2 and 3. The folder is chinchax's
+(`compile_cache.enable(DIR)`) or one the user gave jax before `enable()`.
 """
 
 import json
@@ -24,13 +25,16 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from chinchax.sweeps.accel import compile_cache
 
-cache, one, pair, wrap = sys.argv[1], int(sys.argv[2]), [int(i) for i in sys.argv[3].split(",")], sys.argv[4] == "1"
-if wrap:
+cache, one, how = sys.argv[1], int(sys.argv[2]), sys.argv[4]
+pair = [int(i) for i in sys.argv[3].split(",")]
+if how == "chinchax":
   compile_cache.enable(cache)
-else:  # jax's own key, for the test that this one fails without the wrapper
+else:  # the user's own cache folder, then chinchax's enable; or jax's own key alone
   jax.config.update("jax_compilation_cache_dir", cache)
   jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+  if how == "user":
+    compile_cache.enable()
 hits = []
 jax.monitoring.register_event_listener(
     lambda name, **kw: hits.append(1) if name == "/jax/compilation_cache/cache_hits" else None)
@@ -55,11 +59,12 @@ print(json.dumps({"hit_one": hit_one, "hit_pair": hit_pair, "one": np.asarray(y)
 """
 
 
-def _run(cache, one, pair, wrap=True) -> dict:
+def _run(cache, one, pair, how="chinchax") -> dict:
   env = dict(os.environ, JAX_PLATFORMS="cpu")
   env.pop("XLA_FLAGS", None)
-  p = subprocess.run([sys.executable, "-c", SCRIPT, str(cache), str(one), pair, "1" if wrap else "0"],
-                     env=env, capture_output=True, text=True, timeout=120)
+  env.pop("CHINCHAX_COMPILE_CACHE", None)  # the folder is the argument
+  p = subprocess.run([sys.executable, "-c", SCRIPT, str(cache), str(one), pair, how], env=env,
+                     capture_output=True, text=True, timeout=120)
   assert p.returncode == 0, p.stderr[-2000:]
   return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -71,10 +76,11 @@ def _expected():
 
 
 @pytest.mark.slow
-def test_an_entry_compiled_on_some_cpu_devices_serves_a_process_on_others(tmp_path):
-  first = _run(tmp_path, 1, "0,1")
+@pytest.mark.parametrize("how", ["chinchax", "user"])  # chinchax's folder, or the user's own
+def test_an_entry_compiled_on_some_cpu_devices_serves_a_process_on_others(tmp_path, how):
+  first = _run(tmp_path, 1, "0,1", how)
   assert (first["hit_one"], first["hit_pair"]) == (0, 0)  # an empty cache compiles both
-  second = _run(tmp_path, 0, "2,3")
+  second = _run(tmp_path, 0, "2,3", how)
   assert second["hit_one"] >= 1 and second["hit_pair"] >= 1
   one, pair = _expected()
   assert second["one_on"] == [0] and second["pair_on"] == [2, 3]
@@ -85,6 +91,6 @@ def test_an_entry_compiled_on_some_cpu_devices_serves_a_process_on_others(tmp_pa
 @pytest.mark.slow
 def test_jax_alone_keys_cpu_entries_by_device(tmp_path):
   """What the wrapper is for: with jax's own key, the second process compiles again."""
-  _run(tmp_path, 1, "0,1", wrap=False)
-  second = _run(tmp_path, 0, "2,3", wrap=False)
+  _run(tmp_path, 1, "0,1", "jax")
+  second = _run(tmp_path, 0, "2,3", "jax")
   assert (second["hit_one"], second["hit_pair"]) == (0, 0)
