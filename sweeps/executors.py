@@ -18,8 +18,10 @@
   array carries an explicit sharding on its own mesh. The runs share one checkpoint lock
   (sweeps/train/checkpoint.py): their saves take turns, synchronously. The devices share
   XLA's thread pool, so a cell's kernels run on either core; a process per group, pinned to
-  its own core, trains the smoke's cells 4% faster (bench/pair_bench.py), less its own start:
-  not worth a second stop, kill and progress path.
+  its own core, trained the smoke's cells 4% faster on 2026-11-28 and 10% (1.06-1.25) on
+  2026-12-01 (bench/pair_bench.py), less its own start. It would need a second stop, kill and
+  progress path; pinning each thread and running its programs on it (no async dispatch, one
+  Eigen thread per op) left it at 1.07 (0.90-1.23), no fix.
 * `ray`: each job a Ray task holding its accelerators (`ray_num_gpus` GPUs or `ray_tpus` TPU
   chips per cell, `ray_num_cpus` CPUs; CPU only by default) on the cluster at `ray_address`
   (empty: start a local one). Tasks write their cell folders into the shared workdir; the
