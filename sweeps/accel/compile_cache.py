@@ -78,13 +78,21 @@ def _one_key_for_any_cpu_devices() -> bool:
     return True
 
   def key(module, devices, compile_options, backend, *args, **kwargs):
-    assignment = compile_options.device_assignment
-    if backend.platform == "cpu" and assignment is not None:
-      compile_options = copy.deepcopy(compile_options)  # the compiler gets the caller's own
-      shape = (assignment.replica_count(), assignment.computation_count())
-      compile_options.device_assignment = xla_client.DeviceAssignment.create(
-          np.arange(shape[0] * shape[1]).reshape(shape))
+    try:
+      compile_options = _without_device_ids(compile_options, backend)
+    except Exception:  # pylint: disable=broad-except
+      pass  # another jax's options: its own key, per device, rather than a failed compile
     return get(module, devices, compile_options, backend, *args, **kwargs)
+
+  def _without_device_ids(compile_options, backend):
+    assignment = compile_options.device_assignment
+    if backend.platform != "cpu" or assignment is None:
+      return compile_options
+    compile_options = copy.deepcopy(compile_options)  # the compiler gets the caller's own
+    shape = (assignment.replica_count(), assignment.computation_count())
+    compile_options.device_assignment = xla_client.DeviceAssignment.create(
+        np.arange(shape[0] * shape[1]).reshape(shape))
+    return compile_options
 
   key.any_cpu_devices = True
   cache_key.get = key

@@ -5,13 +5,15 @@ Each process is a fresh `python -c` of 4 CPU devices (jax's device count is fixe
 starts) sharing one cache folder: the first compiles a one-device program on device 1 and a
 two-device program (a sum across its shards: a collective) on devices 0 and 1; the second
 compiles the same programs for device 0, and for devices 2 and 3. The folder is chinchax's
-(`compile_cache.enable(DIR)`) or one the user gave jax before `enable()`.
+(`compile_cache.enable(DIR)`) or one the user gave jax before `enable()`. Then the key itself,
+on a stand-in for jax's: what it is given on a CPU, off it, and for options it cannot read.
 """
 
 import json
 import os
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -94,3 +96,37 @@ def test_jax_alone_keys_cpu_entries_by_device(tmp_path):
   _run(tmp_path, 1, "0,1", "jax")
   second = _run(tmp_path, 0, "2,3", "jax")
   assert (second["hit_one"], second["hit_pair"]) == (0, 0)
+
+
+def _key_seen(monkeypatch):
+  """Installs the CPU key over a stand-in for jax's, which records the options it is given."""
+  from jax._src import cache_key  # pylint: disable=g-import-not-at-top
+  from chinchax.sweeps.accel import compile_cache  # pylint: disable=g-import-not-at-top
+  seen = []
+  monkeypatch.setattr(cache_key, "get", lambda m, d, o, b, *a, **k: seen.append(o) or "key")
+  assert compile_cache._one_key_for_any_cpu_devices()  # pylint: disable=protected-access
+  return cache_key.get, seen
+
+
+def _options(device_id):
+  from jax._src.lib import xla_client  # pylint: disable=g-import-not-at-top
+  o = xla_client.CompileOptions()
+  o.device_assignment = xla_client.DeviceAssignment.create(np.array([[device_id]]))
+  return o
+
+
+def test_the_cpu_key_drops_device_ids_and_leaves_the_callers_options(monkeypatch):
+  key, seen = _key_seen(monkeypatch)
+  cpu, gpu = types.SimpleNamespace(platform="cpu"), types.SimpleNamespace(platform="gpu")
+  o = _options(3)
+  assert key(None, None, o, cpu) == "key"
+  ids = lambda opts: opts.device_assignment.serialize()
+  assert seen[0] is not o and ids(seen[0]) == ids(_options(0))
+  assert ids(o) == ids(_options(3))  # the compile itself gets the caller's devices
+  assert key(None, None, o, gpu) == "key" and seen[1] is o  # jax's own rule off the CPU
+
+
+def test_options_it_cannot_read_get_jaxs_own_key(monkeypatch):
+  key, seen = _key_seen(monkeypatch)
+  odd = types.SimpleNamespace()  # no device_assignment, as another jax's options might be
+  assert key(None, None, odd, types.SimpleNamespace(platform="cpu")) == "key" and seen == [odd]
