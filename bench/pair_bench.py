@@ -25,9 +25,9 @@ tok/s for 48k and 41k for 176k): processes / threads 1.00 at 48k (0.99-1.17), 1.
 some 7 s of wall time), less the 2-3 s two more processes take to import jax: the executor
 keeps its threads. Unpinned processes (each with a two-thread pool) were 5-35% slower than
 the threads in a trial run. On 2026-12-01 (3 rounds of 10 s, the pairs 1.01e4:6.79e4 and
-4.8e4:1.76e5, the smoke's host reference at 114-144k and 50-57k): processes / threads 1.09 at
-10.1k (1.06-1.14), 1.12 at 67.9k (1.06-1.25), 1.12 at 48k (1.07-1.15), 1.08 at 176k
-(1.07-1.11); 1.10 over all 12.
+4.8e4:1.76e5; the smoke's host reference ranged 105-144k and 48-57k that day): processes /
+threads 1.09 at 10.1k (1.06-1.14), 1.12 at 67.9k (1.06-1.25), 1.12 at 48k (1.07-1.15), 1.08
+at 176k (1.07-1.11); 1.10 over all 12.
 """
 
 import argparse
