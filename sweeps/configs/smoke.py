@@ -125,6 +125,10 @@ cells. XLA's kernels are 277 s of the sweep's 325 s of CPU. At 67.9k parameters 
 On 2026-12-01 (reference 143k and 55k tok/s): 201 s cold; warm, once the compile cache read
 every size's programs back on either core (sweeps/accel/compile_cache.py), 184 s at a reference
 of 114-129k and 50-51k, compile and init 17 s of the cells' time against 45 s the run before.
+Later that day, on one host (the reference 110-213k and 64-84k): cold 152-206 s in six runs,
+warm 122 s at 199k and 163-168 s at 110-146k; the release before the compile work (632bbd0:
+its LR table, fingerprint and saves compiled per run) 311 and 346 s cold, each just before a
+cold run of this one (188 and 206 s), 1.65x and 1.67x; its cells 577-647 s against 348-384.
 
 The LR line checked against a measured law (bench/hparams_smoke_bench.py: the
 hparams_smoke sweep's runs at this sweep's batch of 8 x 64, fitted by `chinchax fit-hparams`):
