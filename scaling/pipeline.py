@@ -46,7 +46,7 @@ from chinchax.scaling.isoflop import fit as isoflop
 from chinchax.scaling.isoflop import bootstrap as isoflop_bootstrap
 from chinchax.scaling.isoflop import budgets as isoflop_budgets
 from chinchax.scaling.parametric import fit as parametric
-from chinchax.scaling.numerics import fmt, intervals, power
+from chinchax.scaling.numerics import fmt, forks, intervals, power
 from chinchax.scaling.runs import anomalies
 from chinchax.scaling.runs import design as design_lib
 from chinchax.scaling.parametric import form as form_lib
@@ -460,24 +460,34 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
                     f"rest on budgets of fewer than {design_lib.MIN_SIZES} sizes, or on "
                     "pseudo-budgets of runs that share a C by chance")
   log(f"design: {design.text}")
-  for name in sorted(wanted, reverse=True):  # 3, then 2, then 1
-    if name == "2" and not (design.supports_isoflop or explicit):
-      skipped.append(f"Approach 2: {design.why_not_isoflop()}")
-      continue
-    try:
-      if name == "3":
-        entries["3"], fits["3"], samples3 = _approach3(runs, o, log, design)
-        if samples3 is not None and len(samples3):
-          draws["3"] = dict(zip(power.NAMES, power.from_theta(samples3).T))
-      else:
-        entries[name], fits[name], d = _allocation(name, runs, o, log)
-        if d is not None:
-          draws[name] = d
-    except UserError as e:
-      why = str(e) if str(e).startswith(f"Approach {name}") else f"Approach {name}: {e}"
-      if explicit:
-        raise UserError(why) from None
-      skipped.append(why)
+  # The backtest's refits need only the runs: where `chinchax fit` may fork they run in a
+  # child beside the approaches' fits (forks.ahead), for each approach that may be fitted.
+  candidates = sorted(n for n in wanted if n != "2" or design.supports_isoflop or explicit)
+  refit = lambda: backtest.backtest(runs, backtest.refits(candidates, o.delta,
+                                                            o.approach2_method))
+  with forks.ahead(refit) as backtest_of:
+    for name in sorted(wanted, reverse=True):  # 3, then 2, then 1
+      if name == "2" and not (design.supports_isoflop or explicit):
+        skipped.append(f"Approach 2: {design.why_not_isoflop()}")
+        continue
+      try:
+        if name == "3":
+          entries["3"], fits["3"], samples3 = _approach3(runs, o, log, design)
+          if samples3 is not None and len(samples3):
+            draws["3"] = dict(zip(power.NAMES, power.from_theta(samples3).T))
+        else:
+          entries[name], fits[name], d = _allocation(name, runs, o, log)
+          if d is not None:
+            draws[name] = d
+      except UserError as e:
+        why = str(e) if str(e).startswith(f"Approach {name}") else f"Approach {name}: {e}"
+        if explicit:
+          raise UserError(why) from None
+        skipped.append(why)
+    bt = None
+    if entries:
+      log("backtest: refitting without the largest budgets ...")
+      bt = backtest.only(backtest_of(), sorted(entries))
   beneath = entries.get("3", {}).get("schedule", {}).get("adopted", False)
   if design.kind == "checkpoints" and "3" in entries:
     warnings += _one_D_suite(runs)
@@ -487,10 +497,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
   if not entries and o.base_law is None:
     raise UserError("; ".join(skipped) + "; so no approach could be fitted")
 
-  bt = None
   if entries:
-    log("backtest: refitting without the largest budgets ...")
-    bt = backtest.backtest(runs, backtest.refits(sorted(entries), o.delta, o.approach2_method))
     for k in entries:
       entries[k]["backtest"] = backtest_doc.miss(bt, k)
   shape = (entries.get("3") or {}).get("curve_shape")

@@ -110,6 +110,16 @@ def backtest(runs: Runs, refits: Mapping[str, Refit]) -> dict[str, Any] | None:
   return {"fitted": [C_K[0], C_K[-1]], "budgets": len(groups), "holdouts": holdouts}
 
 
+def only(bt: dict[str, Any] | None, approaches: Sequence[str]) -> dict[str, Any] | None:
+  """`bt` (a `backtest` block) with only `approaches`' scores: refits made for approaches the
+  fit then skipped drop out, as if `backtest` had been given the others alone."""
+  if bt is None:
+    return None
+  return {**bt, "holdouts": [
+      {**h, "approaches": {k: v for k, v in h["approaches"].items() if k in approaches}}
+      for h in bt["holdouts"]]}
+
+
 def refits(approaches: Sequence[str], delta: float,
            approach2_method: str = "auto") -> dict[str, Refit]:
   """The point fit of each approach, as the pipeline fits it (Approach 2 by the method the

@@ -100,14 +100,45 @@ def map_chunks(fn: Callable[[Any], Any], chunks: Sequence[Any]) -> list[Any] | N
     return out
   finally:  # this process failed or was interrupted: no child outlives the call
     for pid, fd in kids:
-      if fd >= 0:
-        os.close(fd)
-      if pid > 0:
-        try:
-          os.kill(pid, signal.SIGKILL)
-          os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-          pass
+      _reap(pid, fd)
+
+
+@contextlib.contextmanager
+def ahead(fn: Callable[[], Any]):
+  """Yields get() -> fn(): computed from the block's start in a forked child while this
+  process goes on, where it may fork (`usable`); else, or where the child failed, computed
+  here by get(), which then raises what fn raises. A child still running when the block
+  ends is killed. `chinchax fit` refits its backtest so, beside Approach 3's fit and its
+  bootstrap: the refits no longer run alone at the end."""
+  kid = list(_fork(lambda _: fn(), None) if usable() else (-1, -1))
+
+  def get():
+    pid, fd = kid
+    data, status = b"", 1
+    if pid > 0:
+      with os.fdopen(fd, "rb") as f:
+        kid[1] = -1
+        data = f.read()
+      _, status = os.waitpid(pid, 0)
+      kid[0] = -1
+    return pickle.loads(data) if status == 0 and data else fn()
+
+  try:
+    yield get
+  finally:
+    _reap(*kid)
+
+
+def _reap(pid: int, fd: int) -> None:
+  """Closes a child's pipe and kills it, if it is still there."""
+  if fd >= 0:
+    os.close(fd)
+  if pid > 0:
+    try:
+      os.kill(pid, signal.SIGKILL)
+      os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+      pass
 
 
 def _fork(fn, chunk) -> tuple[int, int]:

@@ -167,3 +167,17 @@ def test_a_recommendation_that_stands_against_a_closer_backtest_says_why():
       "budget's own noise (±5%) and 2x the other's")
   k, why = caveats.recommend({"3": _entry(0.05), "2": _entry(0.2)})
   assert k == "3" and "backtest" not in why  # Approach 3 came closer: nothing to explain
+
+
+def test_only_keeps_the_approaches_fitted_and_nothing_else():
+  """`chinchax fit` refits the backtest ahead of the fits for every approach it may fit; an
+  approach then skipped drops out of every holdout, the rest as they were."""
+  bt = {"fitted": [1.0, 8.0], "budgets": 4, "holdouts": [
+      {"dropped": 1, "C": 8.0, "approaches": {"1": {"N": 1.0}, "2": {"error": "x"},
+                                              "3": {"N": 3.0}}},
+      {"dropped": 2, "C": 8.0, "approaches": {"2": {"N": 2.0}, "3": {"N": 4.0}}}]}
+  assert backtest.only(bt, ["3", "1"]) == {"fitted": [1.0, 8.0], "budgets": 4, "holdouts": [
+      {"dropped": 1, "C": 8.0, "approaches": {"1": {"N": 1.0}, "3": {"N": 3.0}}},
+      {"dropped": 2, "C": 8.0, "approaches": {"3": {"N": 4.0}}}]}
+  assert backtest.only(None, ["3"]) is None
+  assert bt["holdouts"][1]["approaches"] == {"2": {"N": 2.0}, "3": {"N": 4.0}}  # untouched

@@ -88,6 +88,32 @@ CHILD = textwrap.dedent("""
     except KeyboardInterrupt:
       out["interrupted_s"] = time.monotonic() - t
     out["gone_after_interrupt"] = gone()
+
+    # ahead: the value made in a child while this process goes on; one that dies is made here;
+    # what fn raises is raised here; a child still working when the block ends is killed.
+    with forks.ahead(lambda: (os.getpid(), 6 * 7)) as get:
+      pid, value = get()
+      out["ahead"] = [pid != me, value]
+    def dies_ahead():
+      if os.getpid() != me:
+        os.kill(os.getpid(), signal.SIGKILL)
+      return os.getpid() == me
+    with forks.ahead(dies_ahead) as get:
+      out["ahead_died"] = get()
+    def raises_ahead():
+      raise ValueError("bad in the parent" if os.getpid() == me else "bad in a child")
+    try:
+      with forks.ahead(raises_ahead) as get:
+        get()
+    except ValueError as e:
+      out["ahead_raised"] = str(e)
+    t = time.monotonic()
+    with forks.ahead(lambda: time.sleep(30)) as get:
+      pass
+    out["ahead_left_s"] = time.monotonic() - t
+    out["gone_after_ahead"] = gone()
+  with forks.ahead(lambda: os.getpid()) as get:  # outside allowed(): made here, by get()
+    out["ahead_outside"] = get() == me
   print(json.dumps(out))
 """)
 
@@ -116,6 +142,11 @@ def test_children_compute_chunks_in_order_and_failures_come_home():
   assert out["gone_after_raise"]
   assert out["interrupted_s"] < 10  # the sleeping children were killed, not waited for
   assert out["gone_after_interrupt"]
+  assert out["ahead"] == [True, 42]
+  assert out["ahead_died"] is True  # made here after the child died
+  assert out["ahead_raised"] == "bad in the parent"
+  assert out["ahead_left_s"] < 10 and out["gone_after_ahead"]  # killed, not waited for
+  assert out["ahead_outside"] is True
 
 
 def test_nothing_forks_outside_allowed_or_beside_a_thread(monkeypatch):
