@@ -461,11 +461,12 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
                     "pseudo-budgets of runs that share a C by chance")
   log(f"design: {design.text}")
   # The backtest's refits need only the runs: where `chinchax fit` may fork they run in a
-  # child beside the approaches' fits (forks.ahead), for each approach that may be fitted.
+  # child beside the approaches' fits (forks.ahead), for each approach that may be fitted;
+  # elsewhere here at the end, for those fitted.
+  refit = lambda names: backtest.backtest(runs, backtest.refits(names, o.delta,
+                                                                o.approach2_method))
   candidates = sorted(n for n in wanted if n != "2" or design.supports_isoflop or explicit)
-  refit = lambda: backtest.backtest(runs, backtest.refits(candidates, o.delta,
-                                                            o.approach2_method))
-  with forks.ahead(refit) as backtest_of:
+  with forks.ahead(lambda: refit(candidates)) as backtest_of:
     for name in sorted(wanted, reverse=True):  # 3, then 2, then 1
       if name == "2" and not (design.supports_isoflop or explicit):
         skipped.append(f"Approach 2: {design.why_not_isoflop()}")
@@ -487,7 +488,7 @@ def fit_runs(runs: Runs, o: Options, log: Callable[[str], None] | None = None) -
     bt = None
     if entries:
       log("backtest: refitting without the largest budgets ...")
-      bt = backtest.only(backtest_of(), sorted(entries))
+      bt = backtest.only(backtest_of(here=lambda: refit(sorted(entries))), sorted(entries))
   beneath = entries.get("3", {}).get("schedule", {}).get("adopted", False)
   if design.kind == "checkpoints" and "3" in entries:
     warnings += _one_D_suite(runs)

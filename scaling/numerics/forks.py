@@ -88,15 +88,7 @@ def map_chunks(fn: Callable[[Any], Any], chunks: Sequence[Any]) -> list[Any] | N
       kids.append(_fork(fn, chunk))
     out = [fn(chunks[0])]
     for i, chunk in enumerate(chunks[1:]):
-      pid, fd = kids[i]
-      data, status = b"", 1
-      if pid > 0:
-        with os.fdopen(fd, "rb") as f:
-          kids[i] = (pid, -1)
-          data = f.read()
-        _, status = os.waitpid(pid, 0)
-        kids[i] = (-1, -1)
-      out.append(pickle.loads(data) if status == 0 and data else fn(chunk))
+      out.append(_collect(kids, i, lambda chunk=chunk: fn(chunk)))
     return out
   finally:  # this process failed or was interrupted: no child outlives the call
     for pid, fd in kids:
@@ -105,28 +97,33 @@ def map_chunks(fn: Callable[[Any], Any], chunks: Sequence[Any]) -> list[Any] | N
 
 @contextlib.contextmanager
 def ahead(fn: Callable[[], Any]):
-  """Yields get() -> fn(): computed from the block's start in a forked child while this
-  process goes on, where it may fork (`usable`); else, or where the child failed, computed
-  here by get(), which then raises what fn raises. A child still running when the block
-  ends is killed. `chinchax fit` refits its backtest so, beside Approach 3's fit and its
-  bootstrap: the refits no longer run alone at the end."""
-  kid = list(_fork(lambda _: fn(), None) if usable() else (-1, -1))
+  """Yields get(here=fn) -> fn(): computed from the block's start in a forked child while
+  this process goes on, where it may fork (`usable`); else, or where the child failed,
+  get() returns here() instead, computed in this process (raising what it raises). A child
+  still running when the block ends is killed. `chinchax fit` refits its backtest so, beside
+  Approach 3's fit and its bootstrap: the refits no longer run alone at the end."""
+  kids = [_fork(lambda _: fn(), None) if usable() else (-1, -1)]
 
-  def get():
-    pid, fd = kid
-    data, status = b"", 1
-    if pid > 0:
-      with os.fdopen(fd, "rb") as f:
-        kid[1] = -1
-        data = f.read()
-      _, status = os.waitpid(pid, 0)
-      kid[0] = -1
-    return pickle.loads(data) if status == 0 and data else fn()
+  def get(here: Callable[[], Any] = fn):
+    return _collect(kids, 0, here)
 
   try:
     yield get
   finally:
-    _reap(*kid)
+    _reap(*kids[0])
+
+
+def _collect(kids: list[tuple[int, int]], i: int, here: Callable[[], Any]) -> Any:
+  """Child i's pickled value, reaped; here() where no child ran or it failed."""
+  pid, fd = kids[i]
+  data, status = b"", 1
+  if pid > 0:
+    with os.fdopen(fd, "rb") as f:
+      kids[i] = (pid, -1)
+      data = f.read()
+    _, status = os.waitpid(pid, 0)
+    kids[i] = (-1, -1)
+  return pickle.loads(data) if status == 0 and data else here()
 
 
 def _reap(pid: int, fd: int) -> None:
