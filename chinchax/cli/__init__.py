@@ -16,9 +16,6 @@ import threading
 
 from chinchax import exit_codes
 from chinchax.errors import UserError
-from chinchax.sweeps.hosts import native
-from chinchax.sweeps.hosts import rollcall
-from chinchax.sweeps.hosts import watch
 
 # name -> (module, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -70,8 +67,17 @@ def run(argv: list[str]) -> int:
   finally:
     if main:
       signal.signal(signal.SIGTERM, previous)
-  watch.finish(rc)  # a multi-host job: the other processes learn how this one ended
+  if watch := _hosts("watch"):  # a multi-host job: the other processes learn how this one ended
+    watch.finish(rc)
   return rc
+
+
+def _hosts(name: str):
+  """sweeps/hosts' module `name` where the command imported it, else None. Only a command that
+  joins a multi-host job imports them (sweeps/hosts/distributed.py), and their state (a job's
+  watch, its native log, its rollcall) exists only then; `chinchax fit` and `plan` do not pay
+  for importing them (ctypes, logging, socket: 20 ms of a 0.6 s fit)."""
+  return sys.modules.get(f"chinchax.sweeps.hosts.{name}")
 
 
 def _terminated(name: str) -> None:
@@ -79,10 +85,12 @@ def _terminated(name: str) -> None:
   job told. At once, as the default action would: an exception could leave a library's
   threads (a checkpoint's writers) keeping the process alive; artifacts are written
   atomically, so an end at any point is a kill's."""
+  native, watch = _hosts("native"), _hosts("watch")
   print(f"chinchax {name}: stopped by SIGTERM outside a run (starting, joining the job or "
-        f"ending); nothing is lost: rerun the same command{native.kept()}", file=sys.stderr,
-        flush=True)
-  watch.finish(exit_codes.SIGTERM)
+        f"ending); nothing is lost: rerun the same command{native.kept() if native else ''}",
+        file=sys.stderr, flush=True)
+  if watch:
+    watch.finish(exit_codes.SIGTERM)
   os._exit(exit_codes.SIGTERM)
 
 
@@ -95,16 +103,19 @@ def _run(name: str, rest: list[str]) -> int:
   except UserError as e:
     print(f"chinchax {name}: error: {e}", file=sys.stderr)
     return 2
-  except rollcall.Refused as e:  # a multi-host job started wrongly, or a process missing
-    print(f"chinchax {name}: error: {e}", file=sys.stderr)
-    return e.status
   except KeyboardInterrupt:  # Ctrl-C before a run's stop flag was installed
     print(f"\nchinchax {name}: interrupted; rerun the same command to resume", file=sys.stderr)
     return 130
   except BrokenPipeError:
     return _reader_left()
-  except Exception:
-    watch.on_error()  # another process of the job lost: named, and this one ended, from there
+  except Exception as e:
+    rollcall, watch = _hosts("rollcall"), _hosts("watch")
+    # A multi-host job started wrongly, or a process missing: one line and its status.
+    if rollcall and isinstance(e, rollcall.Refused):
+      print(f"chinchax {name}: error: {e}", file=sys.stderr)
+      return e.status
+    if watch:  # another process of the job lost: named, and this one ended, from there
+      watch.on_error()
     raise
 
 

@@ -227,9 +227,10 @@ def test_help_exits_0(capsys):
   assert "--flops-convention" in out and "--ci" in out and "--base-law" in out
 
 
-def test_an_approach_3_fit_runs_without_scipy(tmp_path):
-  """The fit, its bootstrap and its backtest call nothing that imports scipy (0.5 s): the
-  whole `chinchax fit --approach=3` of a sweep, in a fresh process."""
+def test_an_approach_3_fit_runs_without_scipy_or_the_multihost_modules(tmp_path):
+  """The fit, its bootstrap and its backtest call nothing that imports scipy (0.5 s), and the
+  command's dispatcher none of sweeps/hosts (a multi-host job's watch, native log and rollcall:
+  20 ms): the whole `chinchax fit --approach=3` of a sweep, in a fresh process."""
   C = np.repeat(np.logspace(18, 20, 4), 6)
   N = np.tile(np.logspace(7.5, 9.5, 6), 4)
   D = C / (6 * N)
@@ -238,10 +239,11 @@ def test_an_approach_3_fit_runs_without_scipy(tmp_path):
   csv.write_text("N,D,loss\n" + "".join(f"{n},{d},{l}\n" for n, d, l in zip(N, D, L)))
   code = ("import sys; from chinchax import cli; rc = cli.run(['fit', sys.argv[1], "
           "'--approach=3', '--bootstrap=50', '--out=' + sys.argv[2], '--quiet']); "
-          "print(rc, sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'jax'}))")
+          "print(rc, sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'jax'}), "
+          "sorted(m for m in sys.modules if m.startswith('chinchax.sweeps.hosts')))")
   out = subprocess.run([sys.executable, "-c", code, str(csv), str(tmp_path / "law.json")],
                        capture_output=True, text=True, check=True).stdout
-  assert out.split("\n")[-2] == "0 []", out
+  assert out.split("\n")[-2] == "0 [] []", out
 
 
 @pytest.mark.slow
