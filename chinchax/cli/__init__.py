@@ -74,9 +74,10 @@ def run(argv: list[str]) -> int:
 
 def _hosts(name: str):
   """sweeps/hosts' module `name` where the command imported it, else None. Only a command that
-  joins a multi-host job imports them (sweeps/hosts/distributed.py), and their state (a job's
-  watch, its native log, its rollcall) exists only then; `chinchax fit` and `plan` do not pay
-  for importing them (ctypes, logging, socket: 20 ms of a 0.6 s fit)."""
+  trains or joins a multi-host job imports them (sweeps/train/loop.py, sweeps/hosts/
+  distributed.py), and their state (a job's watch, its native log, its rollcall) exists only
+  then; `chinchax fit` and `plan` do not pay for importing them (ctypes, logging, socket: 20 ms
+  of a 0.6 s fit)."""
   return sys.modules.get(f"chinchax.sweeps.hosts.{name}")
 
 

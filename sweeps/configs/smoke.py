@@ -129,6 +129,9 @@ Later that day, on one host (the reference 110-213k and 64-84k): cold 152-206 s 
 warm 122 s at 199k and 163-168 s at 110-146k; the release before the compile work (632bbd0:
 its LR table, fingerprint and saves compiled per run) 311 and 346 s cold, each just before a
 cold run of this one (188 and 206 s), 1.65x and 1.67x; its cells 577-647 s against 348-384.
+On 2026-12-02 (the reference 162-215k and 77-83k): 632bbd0 272 and 312 s cold (517 and 581 s
+of cells), each followed by a cold run of this one, 143 and 148 s (267 and 278 s; compile 39-42
+s of it), 1.90x and 2.11x; cold 162 s at 179k; warm 124 and 130 s (235 and 243 s of cells).
 
 The LR line checked against a measured law (bench/hparams_smoke_bench.py: the
 hparams_smoke sweep's runs at this sweep's batch of 8 x 64, fitted by `chinchax fit-hparams`):
